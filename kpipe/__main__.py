@@ -1,0 +1,5 @@
+import sys
+
+from kpipe.cli import main
+
+sys.exit(main())

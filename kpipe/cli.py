@@ -1,0 +1,202 @@
+"""The `kpipe` command. It only parses arguments and calls library functions.
+
+User mistakes (bad config, missing data, missing model) print one line on stderr and exit
+with code 2; `--debug` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from kpipe.errors import KpipeError
+
+EXAMPLES = """\
+examples:
+  kpipe list
+  kpipe show sentiment-bilstm
+  kpipe run sentiment-bilstm
+  kpipe run sentiment-bilstm --set training.epochs=1 --set data.limit=2000
+  kpipe run imdb-bilstm --data ../shared/data/imdb/train.csv.gz
+  kpipe predict sentiment-bilstm "@united thank you, great crew!" "delayed again..."
+  kpipe predict saved_models/sentiment-bilstm/1 --file tweets.txt --json
+"""
+
+
+def _import_tensorflow_quietly() -> None:
+    """Import TensorFlow with its C++ start-up INFO lines (oneDNN, CUDA stubs) filtered out.
+
+    TF 2.21 logs them through absl before TF_CPP_MIN_LOG_LEVEL is read (tensorflow#100442), so we
+    catch file descriptor 2 while importing and pass on every other line (warnings, errors).
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow  # noqa: F401
+            import keras  # noqa: F401
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            for line in captured.read().decode("utf-8", "replace").splitlines():
+                if not (line.startswith("I0000") or line.startswith("WARNING: All log messages before absl")):
+                    print(line, file=sys.stderr)
+    import absl.logging
+    absl.logging.set_verbosity(absl.logging.WARNING)
+    logging.getLogger("tensorflow").setLevel(logging.WARNING)
+
+
+def _data_overrides(data: str) -> list[str]:
+    """`--data X` as overrides: tfds:NAME, embedded:NAME, a folder, or a CSV/Parquet file."""
+    quoted = json.dumps(data.partition(":")[2] if data.startswith(("tfds:", "embedded:")) else data)
+    if data.startswith("tfds:"):
+        return ["data.source=tfds", f"data.name={quoted}"]
+    if data.startswith("embedded:"):
+        return ["data.source=embedded", f"data.name={quoted}"]
+    return ["data.source=folder" if Path(data).is_dir() else "data.source=file", f"data.path={quoted}"]
+
+
+# === Commands ===
+
+def cmd_list(args) -> int:
+    from kpipe.pipelines import list_pipelines
+
+    entries = list_pipelines()
+    width = max(len(e.name) for e in entries)
+    task_width = max(len(e.task) for e in entries)
+    data_width = max(len(e.dataset) for e in entries)
+    for e in entries:
+        print(f"{e.name:<{width}}  {e.task:<{task_width}}  {e.dataset:<{data_width}}  {e.description}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from kpipe.pipelines import load_pipeline
+
+    print(load_pipeline(args.pipeline, _overrides(args)).to_toml(), end="")
+    return 0
+
+
+def _overrides(args) -> list[str]:
+    return (_data_overrides(args.data) if args.data else []) + list(args.set)
+
+
+def cmd_run(args) -> int:
+    from kpipe.pipelines import load_pipeline, run_pipeline
+
+    config = load_pipeline(args.pipeline, _overrides(args))
+    result = run_pipeline(config)
+    m = result.metrics
+    print(f"Test accuracy {m['accuracy']:.4f}, macro F1 {m['macro_f1']:.4f} on {m['data']['test']} examples")
+    print(f"Exported to {result.export_dir} (report: metrics.json, training_curves.png)")
+    print(f'Try: kpipe predict {result.export_dir} "your text here"')
+    return 0
+
+
+def _read_lines(stream_bytes: bytes, source: str) -> list[str]:
+    try:
+        text = stream_bytes.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = stream_bytes[:error.start].count(b"\n") + 1
+        raise KpipeError(f"{source} is not valid UTF-8 (line {line}, byte 0x{stream_bytes[error.start]:02x}); "
+                         "re-save it as UTF-8") from None
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def cmd_predict(args) -> int:
+    from kpipe.export import resolve_model_dir
+
+    model_dir = resolve_model_dir(args.model, args.export_dir)  # fail fast, before loading TensorFlow
+    texts = list(args.texts)
+    if args.file:
+        path = Path(args.file)
+        if not path.is_file():
+            raise KpipeError(f"--file not found: {path}")
+        texts += _read_lines(path.read_bytes(), str(path))
+    if not texts and not sys.stdin.isatty():
+        texts = _read_lines(sys.stdin.buffer.read(), "standard input")
+    if not texts:
+        raise KpipeError('nothing to predict: pass texts as arguments, --file FILE, or lines on standard input')
+
+    from kpipe.tasks.classify import predict_texts
+
+    for p in predict_texts(model_dir, texts):
+        if args.json:
+            print(json.dumps({"text": p.text, "label": p.label, "probability": round(p.probability, 6),
+                              "probabilities": {k: round(v, 6) for k, v in p.probabilities.items()}},
+                             ensure_ascii=False))
+        else:
+            print(f"{p.label}\t{p.probability:.4f}\t{p.text}")
+    return 0
+
+
+# === Argument parsing ===
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kpipe", description="Train, evaluate and export Keras sequence models as named pipelines.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("list", help="list the named pipelines").set_defaults(func=cmd_list)
+
+    def add_config_args(p):
+        p.add_argument("pipeline", help="pipeline name (see `kpipe list`) or path to a .toml config")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a config value by dotted key, e.g. training.epochs=1 (repeatable)")
+        p.add_argument("--data", metavar="SOURCE",
+                       help="data to use instead of the pipeline's: a CSV/Parquet file, a folder "
+                            "(one sub-folder per class), tfds:NAME or embedded:NAME")
+
+    show = sub.add_parser("show", help="print the resolved config of a pipeline")
+    add_config_args(show)
+    show.set_defaults(func=cmd_show)
+
+    run = sub.add_parser("run", help="train, evaluate and export a pipeline",
+                         description="Train, evaluate and export a pipeline. Rerunning the same command after "
+                                     "an interruption resumes from the last finished epoch.")
+    add_config_args(run)
+    run.set_defaults(func=cmd_run)
+
+    predict = sub.add_parser("predict", help="classify texts with an exported model",
+                             description="Print label, probability and text for each input (tab-separated).")
+    predict.add_argument("model", help="an export folder (saved_models/NAME/VERSION), a folder of versions, "
+                                       "or a pipeline name (its latest export)")
+    predict.add_argument("texts", nargs="*", help="texts to classify (else --file, else standard input)")
+    predict.add_argument("--file", help="a UTF-8 file with one text per line")
+    predict.add_argument("--json", action="store_true", help="one JSON object per line, with all probabilities")
+    predict.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
+    predict.set_defaults(func=cmd_predict)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _import_tensorflow_quietly()
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    try:
+        return args.func(args)
+    except KpipeError as error:
+        if args.debug:
+            raise
+        print(f"kpipe: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kpipe: interrupted; rerun the same command to resume from the last finished epoch",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

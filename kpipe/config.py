@@ -1,0 +1,235 @@
+"""Strict config loading: TOML or dict -> frozen dataclasses, with dotted `--set` overrides.
+
+Every section of a pipeline config is a frozen dataclass that validates its own values in
+`__post_init__`. This module only knows how to turn nested dicts into those dataclasses strictly:
+unknown keys are errors with their dotted path and a "did you mean" hint, and values of the wrong
+type name the field and show the value received. Nothing is dropped or coerced silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any, Mapping
+
+from kpipe.errors import ConfigError
+
+# Field metadata flag: the value is filled in by the pipeline from the data (e.g. the number of
+# classes), so a config file must not set it.
+DERIVED = {"derived": True}
+
+
+def did_you_mean(name: str, choices: typing.Iterable[str]) -> str:
+    """Return ` (did you mean 'x'?)` for the closest choice, or ''."""
+    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{match[0]}'?)" if match else ""
+
+
+def check_choice(field: str, value: Any, choices: typing.Iterable[Any]) -> None:
+    """Raise ValueError unless `value` is one of `choices`."""
+    choices = list(choices)
+    if value not in choices:
+        hint = did_you_mean(str(value), [str(c) for c in choices])
+        raise ValueError(
+            f"`{field}` must be one of {', '.join(map(repr, choices))}. Received: {field}={value!r}{hint}"
+        )
+
+
+def check_range(field: str, value: float, *, low: float | None = None, high: float | None = None,
+                low_inclusive: bool = True, high_inclusive: bool = True) -> None:
+    """Raise ValueError unless `low <= value <= high` (bounds optional, inclusive by default)."""
+    too_low = low is not None and (value < low if low_inclusive else value <= low)
+    too_high = high is not None and (value > high if high_inclusive else value >= high)
+    if too_low or too_high:
+        left = "" if low is None else f"{'≥' if low_inclusive else '>'} {low}"
+        right = "" if high is None else f"{'≤' if high_inclusive else '<'} {high}"
+        bound = " and ".join(part for part in (left, right) if part)
+        raise ValueError(f"`{field}` must be {bound}. Received: {field}={value!r}")
+
+
+# === Building dataclasses from dicts ===
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin in (tuple, list):
+        (inner, *_) = typing.get_args(tp) or (Any,)
+        return f"a list of {_type_name(inner)}s"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+            type(None): "none"}.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _convert(path: str, value: Any, tp: Any) -> Any:
+    """Check `value` against the annotation `tp`, returning it in canonical form (lists -> tuples)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        for option in typing.get_args(tp):
+            try:
+                return _convert(path, value, option)
+            except ConfigError:
+                continue
+    elif origin in (tuple, list):
+        if isinstance(value, (list, tuple)):
+            inner = typing.get_args(tp)[0]
+            return tuple(_convert(f"{path}[{i}]", v, inner) for i, v in enumerate(value))
+    elif tp is Any:
+        return value
+    elif tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+    elif tp is type(None):
+        if value is None:
+            return value
+    elif dataclasses.is_dataclass(tp):
+        if isinstance(value, Mapping):
+            return from_dict(tp, value, path=path)
+        if isinstance(value, tp):
+            return value
+    raise ConfigError(
+        f"{path} must be {_type_name(tp)}. Received: {value!r} ({type(value).__name__})"
+    )
+
+
+def from_dict(cls: type, data: Mapping[str, Any], *, path: str = "") -> Any:
+    """Build the dataclass `cls` from `data`, strictly.
+
+    Args:
+        cls: a dataclass type whose fields carry type annotations.
+        data: the values, typically one section of a parsed TOML file.
+        path: dotted prefix used in error messages (e.g. "training").
+
+    Returns:
+        An instance of `cls`.
+
+    Raises:
+        ConfigError: for unknown keys (with a did-you-mean), derived keys, wrong types, and any
+            `ValueError` raised by the dataclass's own validation (prefixed with `path`).
+    """
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    prefix = f"{path}." if path else ""
+    kwargs = {}
+    for key, value in data.items():
+        if key not in fields:
+            hint = did_you_mean(key, fields).replace("'", f"'{prefix}", 1)
+            raise ConfigError(f"unknown key '{prefix}{key}'{hint}; "
+                              f"known keys in {path or 'the top level'}: {', '.join(sorted(fields))}")
+        if fields[key].metadata.get("derived"):
+            raise ConfigError(f"'{prefix}{key}' is set by kpipe from the data; remove it from the config")
+        kwargs[key] = _convert(prefix + key, value, hints[key])
+    try:
+        return cls(**kwargs)
+    except TypeError as error:  # a required field is missing
+        missing = [n for n, f in fields.items() if n not in kwargs
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ConfigError(f"missing key '{prefix}{missing[0]}'") from None
+        raise ConfigError(f"{path or 'config'}: {error}") from None
+    except ValueError as error:
+        raise ConfigError(f"{path + ': ' if path else ''}{error}") from None
+
+
+def to_dict(instance: Any) -> dict[str, Any]:
+    """A dataclass as a plain dict of TOML-friendly values (tuples become lists, None is dropped)."""
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                    if getattr(value, f.name) is not None}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+    return plain(instance)
+
+
+# === TOML in and out ===
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Parse a TOML file, turning syntax errors into a ConfigError that names the file."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path} is not valid TOML: {error}") from None
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Split `a.b=value` into ("a.b", value), reading value as a TOML value or else a plain string.
+
+    `epochs=3` gives 3, `dropout=0.5` gives 0.5, `bidirectional=false` gives False,
+    `units=[64, 32]` gives [64, 32], and `path=data/train.csv` gives the string "data/train.csv".
+    """
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set expects KEY=VALUE with a dotted key, e.g. training.epochs=1. Received: {text!r}")
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> dict[str, Any]:
+    """Return a copy of nested dict `data` with each `a.b=value` override set.
+
+    Unknown keys are not checked here: the result goes through `from_dict`, which rejects them
+    with the same message a config file would get.
+    """
+    import copy
+
+    result = copy.deepcopy(data)
+    for text in overrides:
+        key, value = parse_override(text)
+        *parents, leaf = key.split(".")
+        node = result
+        for i, part in enumerate(parents):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"cannot set '{key}': '{'.'.join(parents[:i + 1])}' is a value, not a section")
+            node = child
+        node[leaf] = value
+    return result
+
+
+def dumps_toml(data: Mapping[str, Any]) -> str:
+    """Write a nested dict of str/int/float/bool/list values as TOML (enough for our configs)."""
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        raise TypeError(f"cannot write {v!r} to TOML")
+
+    lines: list[str] = []
+    tables = []
+    for k, v in data.items():
+        if isinstance(v, Mapping):
+            tables.append((k, v))
+        else:
+            lines.append(f"{k} = {value(v)}")
+    for name, table in tables:
+        lines.append(f"\n[{name}]")
+        lines.extend(f"{k} = {value(v)}" for k, v in table.items())
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,112 @@
+"""Examples from files on disk: CSV/TSV/Parquet tables and aclImdb-style class folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from kpipe.errors import DataError
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
+COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zip", ".xz", ".zst")
+
+
+def _table_kind(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in COMPRESSION_SUFFIXES:
+        suffixes = suffixes[:-1]
+    kind = suffixes[-1] if suffixes else ""
+    if kind not in TABLE_SUFFIXES:
+        raise DataError(f"cannot tell the format of {path}: expected a name ending in "
+                        f"{', '.join(TABLE_SUFFIXES)} (optionally compressed with {', '.join(COMPRESSION_SUFFIXES)})")
+    return kind
+
+
+def _describe_decode_error(path: Path, error: UnicodeDecodeError, encoding: str) -> DataError:
+    return DataError(
+        f"{path} is not valid {encoding}: byte 0x{error.object[error.start]:02x} at offset {error.start} "
+        f"cannot be decoded; re-save the file as UTF-8, or set data.encoding (e.g. --set data.encoding=latin-1)")
+
+
+def read_table(path: str | Path, *, encoding: str = "utf-8", limit: int = 0) -> pd.DataFrame:
+    """Read a CSV, TSV or Parquet file (compression inferred from the name).
+
+    Args:
+        path: the file.
+        encoding: text encoding of CSV/TSV files. Decoding is strict: bad bytes are an error.
+        limit: read at most this many rows (0 = all).
+
+    Raises:
+        DataError: the file is missing, of an unknown format, unreadable, or not in `encoding`.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    kind = _table_kind(path)
+    nrows = limit or None
+    try:
+        if kind in (".parquet", ".pq"):
+            frame = pd.read_parquet(path)
+            return frame.head(nrows) if nrows else frame
+        return pd.read_csv(path, sep="\t" if kind == ".tsv" else ",", encoding=encoding,
+                           encoding_errors="strict", nrows=nrows, keep_default_na=False)
+    except UnicodeDecodeError as error:
+        raise _describe_decode_error(path, error, encoding) from None
+    except (ValueError, OSError, pd.errors.ParserError) as error:
+        raise DataError(f"cannot read {path}: {error}") from None
+
+
+def read_class_folders(path: str | Path, *, encoding: str = "utf-8", limit: int = 0,
+                       split: str = "") -> pd.DataFrame:
+    """Read an aclImdb-style folder: one sub-folder per class, one text file per example.
+
+    `path/<class>/*.txt` gives `text` and `label` (the sub-folder name) columns. If `path` has
+    `train/` and `test/` sub-folders (the aclImdb layout), both are read and a `split` column
+    keeps the source's own test split; other sub-folders such as aclImdb's `unsup/` are only
+    read as classes when they sit beside the class folders.
+
+    Args:
+        path: the folder.
+        encoding: text encoding of the files (strict).
+        limit: read at most this many files per split (0 = all), taking classes in turn so a
+            small limit still sees every class.
+        split: value of the `split` column ("" when the folder has no train/test layout).
+
+    Raises:
+        DataError: the folder is missing, has fewer than two class folders, or a file cannot be decoded.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise DataError(f"data folder not found: {path}")
+    if (path / "train").is_dir() and (path / "test").is_dir() and not split:
+        return pd.concat([read_class_folders(path / name, encoding=encoding, limit=limit, split=name)
+                          for name in ("train", "test")], ignore_index=True)
+    classes = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")
+                     and p.name != "unsup" and any(p.glob("*.txt")))
+    if len(classes) < 2:
+        raise DataError(f"{path} should hold one sub-folder of .txt files per class (like aclImdb/train/pos "
+                        f"and aclImdb/train/neg); found {len(classes)} such folder(s)")
+    files_by_class = [sorted(c.glob("*.txt")) for c in classes]
+    # Interleave classes so that `limit` takes a balanced slice.
+    ordered = [(cls.name, file) for cls, file in _interleave(files_by_class, classes)]
+    if limit:
+        ordered = ordered[:limit]
+    rows = []
+    for label, file in ordered:
+        try:
+            rows.append((file.read_bytes().decode(encoding), label))
+        except UnicodeDecodeError as error:
+            raise _describe_decode_error(file, error, encoding) from None
+    frame = pd.DataFrame(rows, columns=["text", "label"])
+    if split:
+        frame["split"] = split
+    return frame
+
+
+def _interleave(files_by_class, classes):
+    longest = max(len(files) for files in files_by_class)
+    for i in range(longest):
+        for cls, files in zip(classes, files_by_class):
+            if i < len(files):
+                yield cls, files[i]

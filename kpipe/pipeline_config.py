@@ -1,0 +1,112 @@
+"""The config of a named pipeline: task, data, preprocessing, model, training, export.
+
+The sections' types depend on the task (and the model section's on `model.family`); each task
+declares them in a `TaskSpec` (see `kpipe.tasks`). Parsing is strict: see `kpipe.config`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from typing import Any, Callable, Mapping
+
+from kpipe.config import did_you_mean, dumps_toml, from_dict, to_dict
+from kpipe.errors import ConfigError
+from kpipe.training import TrainingConfig
+
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ExportConfig:
+    """Where exports go: `<dir>/<pipeline name>/<version>/`.
+
+    Args:
+        dir: root folder of exports, relative to the working directory.
+    """
+
+    dir: str = "saved_models"
+
+    def __post_init__(self):
+        if not self.dir:
+            raise ValueError("`dir` must not be empty. Received: dir=''")
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """What a task needs: its config section types, its model families, and how to run it."""
+
+    name: str
+    data: type
+    preprocessing: type
+    models: Mapping[str, type]  # model.family -> config class
+    run: Callable[["PipelineConfig"], Any]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PipelineConfig:
+    """A fully validated pipeline config (one TOML file plus overrides)."""
+
+    name: str
+    task: str
+    description: str = ""
+    data: Any
+    preprocessing: Any
+    model: Any
+    training: TrainingConfig = TrainingConfig()
+    export: ExportConfig = ExportConfig()
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    def to_toml(self) -> str:
+        return dumps_toml(self.to_dict())
+
+    def fingerprint(self) -> str:
+        """A short hash of the resolved config: same config, same fingerprint (names resume state)."""
+        return hashlib.sha256(self.to_toml().encode()).hexdigest()[:12]
+
+
+def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
+    """Validate a parsed TOML dict into a `PipelineConfig`.
+
+    Raises:
+        ConfigError: unknown or missing keys, unknown task or model family, bad values.
+    """
+    from kpipe.tasks import TASKS
+
+    known = {f.name for f in dataclasses.fields(PipelineConfig)}
+    for key in raw:
+        if key not in known:
+            raise ConfigError(f"unknown key '{key}'{did_you_mean(key, known)}; "
+                              f"known top-level keys: {', '.join(sorted(known))}")
+    for key in ("name", "task"):
+        if not isinstance(raw.get(key), str) or not raw.get(key):
+            raise ConfigError(f"missing key '{key}' (a string) at the top of the pipeline config")
+    name, task = raw["name"], raw["task"]
+    if not NAME_PATTERN.match(name):
+        raise ConfigError(f"name must be lowercase letters, digits, '-' or '_'. Received: name={name!r}")
+    if task not in TASKS:
+        raise ConfigError(f"unknown task '{task}'{did_you_mean(task, TASKS)}; known tasks: {', '.join(TASKS)}")
+    spec = TASKS[task]
+    sections = {}
+    for key in ("data", "preprocessing", "model", "training", "export"):
+        value = raw.get(key, {})
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"'{key}' must be a table ([{key}]). Received: {value!r}")
+        sections[key] = value
+    family = sections["model"].get("family", next(iter(spec.models)))
+    if family not in spec.models:
+        raise ConfigError(f"unknown model.family '{family}'{did_you_mean(str(family), spec.models)} for task "
+                          f"'{task}'; known: {', '.join(spec.models)}")
+    if not isinstance(raw.get("description", ""), str):
+        raise ConfigError("description must be a string")
+    return PipelineConfig(
+        name=name, task=task, description=raw.get("description", ""),
+        data=from_dict(spec.data, sections["data"], path="data"),
+        preprocessing=from_dict(spec.preprocessing, sections["preprocessing"], path="preprocessing"),
+        model=from_dict(spec.models[family], sections["model"], path="model"),
+        training=from_dict(TrainingConfig, sections["training"], path="training"),
+        export=from_dict(ExportConfig, sections["export"], path="export"),
+    )

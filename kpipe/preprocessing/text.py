@@ -1,0 +1,157 @@
+"""Text -> token ids -> padded batches on tf.data, with `pad_sequences` semantics.
+
+`keras.utils.pad_sequences(seqs, maxlen, padding="post", truncating=...)` is the reference:
+sequences longer than `sequence_length` lose tokens at the front ("pre", the Keras default) or at
+the back ("post"), and padding (id 0) always goes at the end, so masks are right-padded as cuDNN's
+LSTM/GRU kernels require. Batches are padded to their longest member, or grouped by length
+(`bucket_by_sequence_length`) so short texts are not padded to the longest in the dataset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kpipe.config import check_choice, check_range
+
+STANDARDIZE = {"lower_and_strip_punctuation": "lower_and_strip_punctuation", "lower": "lower", "none": None}
+SPLIT = {"whitespace": "whitespace", "character": "character"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TextPreprocessingConfig:
+    """How raw text becomes padded token ids.
+
+    Args:
+        vocabulary_size: most frequent training tokens kept, including the padding and OOV ids.
+        sequence_length: maximum tokens per text; longer texts are truncated.
+        truncating: "pre" drops tokens from the front (Keras default), "post" from the back.
+        standardize: "lower_and_strip_punctuation", "lower" or "none".
+        split: "whitespace" (words) or "character".
+        length_buckets: group texts of similar length into batches, with this many buckets whose
+            boundaries are quantiles of the training lengths (0 = pad each batch to its longest).
+    """
+
+    vocabulary_size: int = 20000
+    sequence_length: int = 200
+    truncating: str = "pre"
+    standardize: str = "lower_and_strip_punctuation"
+    split: str = "whitespace"
+    length_buckets: int = 8
+
+    def __post_init__(self):
+        check_range("vocabulary_size", self.vocabulary_size, low=3)
+        check_range("sequence_length", self.sequence_length, low=1)
+        check_choice("truncating", self.truncating, ("pre", "post"))
+        check_choice("standardize", self.standardize, STANDARDIZE)
+        check_choice("split", self.split, SPLIT)
+        check_range("length_buckets", self.length_buckets, low=0)
+
+
+def make_vectorizer(config: TextPreprocessingConfig, vocabulary: list[str] | None = None
+                    ) -> keras.layers.TextVectorization:
+    """A TextVectorization layer giving ragged int ids (0 = padding, 1 = out-of-vocabulary)."""
+    return keras.layers.TextVectorization(
+        max_tokens=config.vocabulary_size, standardize=STANDARDIZE[config.standardize],
+        split=SPLIT[config.split], output_mode="int", ragged=True, vocabulary=vocabulary,
+        name="text_vectorization")
+
+
+def fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig) -> list[str]:
+    """The vocabulary of the training texts, most frequent first: ["", "[UNK]", "the", ...].
+
+    Fit on the training split only, so validation and test scores are honest.
+    """
+    vectorizer = make_vectorizer(config)
+    vectorizer.adapt(tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string)).batch(1024))
+    return [str(token) for token in vectorizer.get_vocabulary()]
+
+
+def truncate(token_ids: tf.RaggedTensor, sequence_length: int, truncating: str) -> tf.RaggedTensor:
+    """Cut each row of a (batch, None) ragged tensor to at most `sequence_length` ids.
+
+    Matches `pad_sequences(..., truncating=truncating)`: "pre" keeps the last ids, "post" the first.
+    """
+    if truncating == "pre":
+        return token_ids[:, -sequence_length:]
+    return token_ids[:, :sequence_length]
+
+
+def pad_batch(token_ids: tf.RaggedTensor | tf.Tensor) -> tf.Tensor:
+    """Right-pad a batch with 0 to its longest row (at least one column, so empty texts still work).
+
+    Returns:
+        int32 tensor of shape (batch, max(1, longest)).
+    """
+    if isinstance(token_ids, tf.RaggedTensor):
+        token_ids = token_ids.to_tensor(default_value=0)
+    missing = tf.maximum(0, 1 - tf.shape(token_ids)[1])
+    return tf.cast(tf.pad(token_ids, [[0, 0], [0, missing]]), tf.int32)
+
+
+def encode_texts(vectorizer: keras.layers.TextVectorization, texts: tf.Tensor,
+                 config: TextPreprocessingConfig) -> tf.Tensor:
+    """Raw strings (batch,) -> right-padded token ids (batch, time); used by the export too."""
+    return pad_batch(truncate(vectorizer(texts), config.sequence_length, config.truncating))
+
+
+def bucket_boundaries(lengths: np.ndarray, config: TextPreprocessingConfig) -> list[int]:
+    """Length-bucket boundaries at quantiles of the (truncated) training lengths.
+
+    A text of length L goes to the first bucket whose boundary is > L. Returns [] when bucketing
+    is off or the lengths are too uniform to need it.
+    """
+    if config.length_buckets <= 1 or len(lengths) == 0:
+        return []
+    lengths = np.minimum(lengths, config.sequence_length)
+    quantiles = np.quantile(lengths, np.linspace(0, 1, config.length_buckets + 1)[1:-1])
+    return sorted({int(q) + 1 for q in quantiles if 1 <= q < config.sequence_length})
+
+
+def make_text_dataset(texts: np.ndarray, labels: np.ndarray, vectorizer: keras.layers.TextVectorization,
+                      config: TextPreprocessingConfig, *, batch_size: int, shuffle: bool = False,
+                      seed: int = 0, boundaries: list[int] | tuple[int, ...] = ()) -> tf.data.Dataset:
+    """A tf.data pipeline of (token_ids, label) batches.
+
+    Texts are vectorized once and cached; then (optionally) shuffled with `seed`, batched (by
+    length bucket when `boundaries` is given) and right-padded with 0.
+
+    Args:
+        texts: (n,) array of str.
+        labels: (n,) int array of label ids.
+        vectorizer: an adapted `make_vectorizer` layer.
+        config: sequence length and truncation.
+        batch_size: examples per batch (per bucket when bucketing).
+        shuffle: reshuffle every epoch (training).
+        seed: shuffle seed, so runs are repeatable.
+        boundaries: from `bucket_boundaries`; empty pads every batch to its longest member.
+
+    Returns:
+        Dataset of (int32 (batch, time), int32 (batch,)), ending in prefetch.
+    """
+    ds = tf.data.Dataset.from_tensor_slices((tf.constant(list(texts), tf.string), tf.constant(labels, tf.int32)))
+    ds = (ds.batch(1024)
+          .map(lambda t, y: (truncate(vectorizer(t), config.sequence_length, config.truncating), y),
+               num_parallel_calls=tf.data.AUTOTUNE)
+          .unbatch()
+          # Unbatched ragged rows arrive as rank-1 RaggedTensors; an identity map makes them dense.
+          .map(lambda ids, y: (ids, y))
+          .cache())
+    if shuffle:
+        ds = ds.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
+    if boundaries:
+        ds = ds.bucket_by_sequence_length(
+            element_length_func=lambda ids, _: tf.shape(ids)[0],
+            bucket_boundaries=list(boundaries), bucket_batch_sizes=[batch_size] * (len(boundaries) + 1))
+    else:
+        ds = ds.padded_batch(batch_size, padded_shapes=([None], []))
+    return ds.map(lambda ids, y: (pad_batch(ids), y)).prefetch(tf.data.AUTOTUNE)
+
+
+def token_lengths(texts: np.ndarray, vectorizer: keras.layers.TextVectorization) -> np.ndarray:
+    """Number of tokens in each text (before truncation), as an int array."""
+    ds = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string)).batch(1024)
+    return np.concatenate([vectorizer(batch).row_lengths().numpy() for batch in ds]) if len(texts) else np.array([])

@@ -1,0 +1,5 @@
+"""The glue per task. Each task module declares a `TaskSpec`; this dict is the one registry."""
+
+from kpipe.tasks import classify
+
+TASKS = {spec.name: spec for spec in (classify.TASK,)}

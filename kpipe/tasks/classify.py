@@ -1,0 +1,211 @@
+"""Text classification end to end: data -> vocabulary -> tf.data -> RNN -> report -> SavedModel.
+
+The export takes a batch of raw strings and returns class probabilities and label names; it
+needs only TensorFlow to load (`tf.saved_model.load(path).serve(tf.constant([...]))`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kpipe import export, reporting
+from kpipe.datasets.text_classification import (TextClassificationDataConfig, TextSplits,
+                                                load_text_classification)
+from kpipe.errors import KpipeError
+from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
+from kpipe.pipeline_config import PipelineConfig, TaskSpec
+from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
+                                      make_text_dataset, make_vectorizer, token_lengths)
+from kpipe.training import make_strategy, train_model
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """What a pipeline run produced: the export folder and the test metrics."""
+
+    export_dir: Path
+    metrics: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """One classified text: the top label, its probability, and every class's probability."""
+
+    text: str
+    label: str
+    probability: float
+    probabilities: dict[str, float]
+
+
+# === Serving ===
+
+class ClassifierServing(tf.Module):
+    """Raw strings -> {probabilities, label, label_id}: the vectorizer and model in one graph."""
+
+    def __init__(self, model: keras.Model, vectorizer: keras.layers.TextVectorization,
+                 preprocessing: TextPreprocessingConfig, label_names: Sequence[str]):
+        super().__init__()
+        self.model = model
+        self.vectorizer = vectorizer
+        self.preprocessing = preprocessing
+        self.label_names = tf.constant(list(label_names))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serve(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
+        token_ids = encode_texts(self.vectorizer, text, self.preprocessing)
+        probabilities = self.model(token_ids, training=False)
+        if probabilities.shape[-1] == 1:  # binary: one sigmoid unit -> two columns
+            probabilities = tf.concat([1.0 - probabilities, probabilities], axis=-1)
+        label_id = tf.argmax(probabilities, axis=-1)
+        return {"probabilities": probabilities, "label": tf.gather(self.label_names, label_id),
+                "label_id": label_id}
+
+
+def write_classifier_export(path: Path, *, model: keras.Model, vectorizer, config: PipelineConfig,
+                            label_names: Sequence[str], vocabulary: list[str], metrics: dict,
+                            history: list[dict], work_dir: Path) -> None:
+    """Write the SavedModel and everything a user needs beside it into `path`."""
+    archive = keras.export.ExportArchive()
+    serving = ClassifierServing(model, vectorizer, config.preprocessing, label_names)
+    archive.track(model)
+    archive.track(vectorizer)
+    archive.add_endpoint("serve", serving.serve)
+    archive.write_out(str(path), verbose=False)
+    model.save(path / "model.keras")
+    (path / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    (path / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
+    (path / "vocabulary.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf-8")
+    reporting.write_json(metrics, path / "metrics.json")
+    if history:
+        reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
+    for name in ("history.csv", "tensorboard"):
+        source = work_dir / name
+        if source.is_dir():
+            shutil.copytree(source, path / name)
+        elif source.exists():
+            shutil.copy(source, path / name)
+
+
+# === Running the pipeline ===
+
+def run_classify(config: PipelineConfig) -> RunResult:
+    """Train, evaluate and export a text classifier as described by `config`.
+
+    Returns:
+        The export folder and the test metrics (also in `<export>/metrics.json`).
+    """
+    splits: TextSplits = load_text_classification(config.data)
+    pre: TextPreprocessingConfig = config.preprocessing
+    vocabulary = fit_vocabulary(splits.train.texts, pre)
+    vectorizer = make_vectorizer(pre, vocabulary)
+    log.info("Vocabulary: %d tokens (fitted on the training split)", len(vocabulary))
+
+    strategy = make_strategy(config.training.strategy)
+    batch_size = config.training.batch_size * strategy.num_replicas_in_sync
+    boundaries = bucket_boundaries(token_lengths(splits.train.texts, vectorizer), pre)
+    if boundaries:
+        log.info("Length buckets (token boundaries): %s", boundaries)
+    seed = config.training.seed
+    train_ds = make_text_dataset(splits.train.texts, splits.train.labels, vectorizer, pre, batch_size=batch_size,
+                                 shuffle=True, seed=seed, boundaries=boundaries)
+    val_ds = make_text_dataset(splits.validation.texts, splits.validation.labels, vectorizer, pre,
+                               batch_size=batch_size, boundaries=boundaries)
+
+    model_config: RNNClassifierConfig = dataclasses.replace(
+        config.model, vocabulary_size=len(vocabulary), num_classes=splits.num_classes)
+    binary = splits.num_classes == 2
+    export_root = Path(config.export.dir) / config.name
+    work_dir = export_root / ".work" / config.fingerprint()
+    started = time.perf_counter()
+    model, history = train_model(
+        lambda: build_rnn_classifier(model_config),
+        loss="binary_crossentropy" if binary else "sparse_categorical_crossentropy",
+        metrics=["accuracy"], train_data=train_ds, validation_data=val_ds, config=config.training,
+        work_dir=work_dir, strategy=strategy)
+    train_seconds = time.perf_counter() - started
+
+    # Test split in its original order (no bucketing, which reorders).
+    test_ds = make_text_dataset(splits.test.texts, splits.test.labels, vectorizer, pre, batch_size=batch_size)
+    probabilities = model.predict(test_ds, verbose=0)
+    predicted = (probabilities[:, 0] > 0.5).astype(int) if binary else probabilities.argmax(axis=1)
+    metrics = reporting.classification_metrics(splits.test.labels, predicted, splits.label_names)
+    metrics.update({
+        "pipeline": config.name,
+        "data": {"source": config.data.describe(), "train": len(splits.train),
+                 "validation": len(splits.validation), "test": len(splits.test)},
+        "vocabulary_size": len(vocabulary),
+        "epochs_trained": len(history),
+        "train_seconds_this_run": round(train_seconds, 2),
+        "epoch_seconds": [round(h.get("epoch_seconds", float("nan")), 2) for h in history],
+        "history": history,
+    })
+    log.info("Test accuracy %.4f, macro F1 %.4f on %d examples", metrics["accuracy"], metrics["macro_f1"],
+             len(splits.test))
+
+    version_dir = export.write_version(export_root, lambda tmp: write_classifier_export(
+        tmp, model=model, vectorizer=vectorizer, config=config, label_names=splits.label_names,
+        vocabulary=vocabulary, metrics=metrics, history=history, work_dir=work_dir))
+    shutil.rmtree(work_dir, ignore_errors=True)  # finished: the resume state is no longer needed
+    return RunResult(version_dir, metrics)
+
+
+# === Predicting with an export ===
+
+def load_classifier(model: str | Path, export_dir: str | Path = "saved_models"):
+    """Load an exported classifier (a version folder, a folder of versions, or a pipeline name).
+
+    Returns:
+        (loaded SavedModel, label names in column order of its probabilities).
+    """
+    path = export.resolve_model_dir(model, export_dir)
+    config_file = path / "config.toml"
+    if config_file.exists() and 'task = "classify"' not in config_file.read_text(encoding="utf-8"):
+        raise KpipeError(f"{path} is not a text classifier export; `kpipe predict` needs one")
+    label_names = (path / "labels.txt").read_text(encoding="utf-8").splitlines()
+    return tf.saved_model.load(str(path)), label_names
+
+
+def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Path = "saved_models",
+                  batch_size: int = 256) -> list[Prediction]:
+    """Classify raw strings with an exported model.
+
+    Args:
+        model: a version folder, a folder of versions (latest taken) or a pipeline name.
+        texts: the raw strings.
+        export_dir: where pipeline names are looked up.
+        batch_size: strings per call to the model.
+
+    Example:
+        >>> predict_texts("sentiment-bilstm", ["@united thanks, great flight!"])[0].label
+        'positive'
+    """
+    loaded, label_names = load_classifier(model, export_dir)
+    results = []
+    for start in range(0, len(texts), batch_size):
+        batch = list(texts[start:start + batch_size])
+        out = loaded.serve(tf.constant(batch, tf.string))
+        labels = [label.decode("utf-8") for label in out["label"].numpy()]
+        for text, label, row in zip(batch, labels, out["probabilities"].numpy()):
+            results.append(Prediction(text, label, float(row.max()),
+                                      {name: float(p) for name, p in zip(label_names, row)}))
+    return results
+
+
+TASK = TaskSpec(
+    name="classify",
+    data=TextClassificationDataConfig,
+    preprocessing=TextPreprocessingConfig,
+    models={"rnn_classifier": RNNClassifierConfig},
+    run=run_classify,
+)

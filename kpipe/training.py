@@ -1,0 +1,146 @@
+"""Training shared by every task: strategy choice, optimizer, callbacks, resume after a kill."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import logging
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import keras
+import tensorflow as tf
+
+from kpipe.config import check_choice, check_range
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = ("auto", "default", "one_device", "mirrored")
+OPTIMIZERS = {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW,
+              "rmsprop": keras.optimizers.RMSprop, "sgd": keras.optimizers.SGD}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainingConfig:
+    """How a model is trained.
+
+    Args:
+        epochs: maximum number of passes over the training split.
+        batch_size: examples per replica per step; the global batch is this times the replicas.
+        learning_rate: optimizer step size.
+        optimizer: "adam", "adamw", "rmsprop" or "sgd".
+        clipnorm: clip each gradient to this norm (0 = no clipping).
+        early_stopping_patience: stop after this many epochs without a lower validation loss and
+            keep the best weights (0 = train all epochs).
+        strategy: "auto" (default strategy on CPU, one device for one GPU, mirrored for several),
+            "default", "one_device" or "mirrored".
+        seed: seeds weights, dropout and shuffling, so the same command gives the same run.
+    """
+
+    epochs: int = 5
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    optimizer: str = "adam"
+    clipnorm: float = 0.0
+    early_stopping_patience: int = 2
+    strategy: str = "auto"
+    seed: int = 1337
+
+    def __post_init__(self):
+        check_range("epochs", self.epochs, low=1)
+        check_range("batch_size", self.batch_size, low=1)
+        check_range("learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_range("clipnorm", self.clipnorm, low=0.0)
+        check_range("early_stopping_patience", self.early_stopping_patience, low=0)
+        check_choice("strategy", self.strategy, STRATEGIES)
+
+
+def make_strategy(name: str) -> tf.distribute.Strategy:
+    """The tf.distribute strategy for `name` given the devices on this machine.
+
+    "auto" picks the default strategy without a GPU, `OneDeviceStrategy` with one GPU and
+    `MirroredStrategy` (all GPUs) with several.
+    """
+    check_choice("strategy", name, STRATEGIES)
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "auto":
+        name = "default" if not gpus else "one_device" if len(gpus) == 1 else "mirrored"
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    return tf.distribute.MirroredStrategy()
+
+
+class EpochTimer(keras.callbacks.Callback):
+    """Adds `epoch_seconds` (wall time of the epoch, validation included) to each epoch's logs."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["epoch_seconds"] = time.perf_counter() - self._started
+
+
+def read_history(path: Path) -> list[dict[str, float]]:
+    """Per-epoch metrics logged by `CSVLogger`, one dict per epoch (last entry wins on resume)."""
+    if not path.exists():
+        return []
+    by_epoch: dict[int, dict[str, float]] = {}
+    with path.open() as f:
+        for row in csv.DictReader(f):
+            by_epoch[int(row["epoch"])] = {k: float(v) for k, v in row.items() if k != "epoch" and v != ""}
+    return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_data: tf.data.Dataset,
+                validation_data: tf.data.Dataset, config: TrainingConfig, work_dir: Path,
+                strategy: tf.distribute.Strategy) -> tuple[keras.Model, list[dict[str, float]]]:
+    """Build, compile and fit a model under `strategy`, resumable from `work_dir`.
+
+    `work_dir` holds the `BackupAndRestore` state, TensorBoard logs and the per-epoch history:
+    rerunning the same command after a kill resumes from the last finished epoch.
+
+    Args:
+        build: makes the uncompiled model; called inside `strategy.scope()`.
+        loss, metrics: passed to `compile`.
+        train_data, validation_data: batched datasets of (inputs, targets).
+        config: epochs, optimizer, early stopping, seed.
+        work_dir: folder for resumable state; created if absent.
+        strategy: from `make_strategy`.
+
+    Returns:
+        (model, history): the trained model (best validation weights if early stopping stopped
+        it) and one dict of metrics per finished epoch.
+    """
+    keras.utils.set_random_seed(config.seed)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    with strategy.scope():
+        model = build()
+        optimizer = OPTIMIZERS[config.optimizer](learning_rate=config.learning_rate,
+                                                 clipnorm=config.clipnorm or None)
+        model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
+    callbacks = [
+        keras.callbacks.BackupAndRestore(str(work_dir / "backup")),
+        EpochTimer(),  # before CSVLogger, which writes the logs it adds
+        keras.callbacks.CSVLogger(str(work_dir / "history.csv"), append=True),
+        keras.callbacks.TensorBoard(str(work_dir / "tensorboard")),
+    ]
+    if config.early_stopping_patience:
+        callbacks.append(keras.callbacks.EarlyStopping(monitor="val_loss", patience=config.early_stopping_patience,
+                                                       restore_best_weights=True, verbose=1))
+    log.info("Training %s (%s parameters) for up to %d epochs with %s, %d replica(s), global batch %d",
+             model.name, f"{model.count_params():,}", config.epochs, type(strategy).__name__,
+             strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync)
+    with warnings.catch_warnings():
+        # Length-bucketed datasets have no known size, so Keras finds each epoch's end by running
+        # out of data, and warns every epoch as if that were a mistake.
+        warnings.filterwarnings("ignore", message="Your input ran out of data")
+        model.fit(train_data, validation_data=validation_data, epochs=config.epochs, callbacks=callbacks,
+                  shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
+    return model, read_history(work_dir / "history.csv")

@@ -1,0 +1,1 @@
+"""Named pipeline configs; shipped inside kpipe as `kpipe._pipelines` (see pyproject.toml)."""
