@@ -144,11 +144,14 @@ def from_dict(cls: type, data: Mapping[str, Any], *, path: str = "") -> Any:
 
 
 def to_dict(instance: Any) -> dict[str, Any]:
-    """A dataclass as a plain dict of TOML-friendly values (tuples become lists, None is dropped)."""
+    """A dataclass as a plain dict of TOML-friendly values that `from_dict` accepts again.
+
+    Tuples become lists; None values and derived fields (set from the data) are left out.
+    """
     def plain(value: Any) -> Any:
         if dataclasses.is_dataclass(value):
             return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)
-                    if getattr(value, f.name) is not None}
+                    if getattr(value, f.name) is not None and not f.metadata.get("derived")}
         if isinstance(value, (list, tuple)):
             return [plain(v) for v in value]
         return value

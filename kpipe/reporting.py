@@ -46,7 +46,9 @@ def plot_training_curves(history: list[dict[str, float]], path: Path, title: str
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [k for k in (history[0] if history else {}) if not k.startswith("val_") and k != "learning_rate"]
+    skip = {"learning_rate", "epoch_seconds"}
+    names = sorted((k for k in (history[0] if history else {}) if not k.startswith("val_") and k not in skip),
+                   key=lambda k: (k != "loss", k))
     fig, axes = plt.subplots(1, max(1, len(names)), figsize=(5 * max(1, len(names)), 3.6), squeeze=False)
     epochs = np.arange(1, len(history) + 1)
     for ax, name in zip(axes[0], names):
@@ -54,6 +56,7 @@ def plot_training_curves(history: list[dict[str, float]], path: Path, title: str
         if f"val_{name}" in history[0]:
             ax.plot(epochs, [h[f"val_{name}"] for h in history], "o-", label="validation")
         ax.set_xlabel("epoch")
+        ax.set_xticks(epochs)
         ax.set_title(name)
         ax.grid(alpha=0.3)
         ax.legend()

@@ -100,7 +100,8 @@ def read_history(path: Path) -> list[dict[str, float]]:
 
 def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_data: tf.data.Dataset,
                 validation_data: tf.data.Dataset, config: TrainingConfig, work_dir: Path,
-                strategy: tf.distribute.Strategy) -> tuple[keras.Model, list[dict[str, float]]]:
+                strategy: tf.distribute.Strategy, extra_callbacks: list | tuple = ()
+                ) -> tuple[keras.Model, list[dict[str, float]]]:
     """Build, compile and fit a model under `strategy`, resumable from `work_dir`.
 
     `work_dir` holds the `BackupAndRestore` state, TensorBoard logs and the per-epoch history:
@@ -113,6 +114,7 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
         config: epochs, optimizer, early stopping, seed.
         work_dir: folder for resumable state; created if absent.
         strategy: from `make_strategy`.
+        extra_callbacks: more Keras callbacks, run after kpipe's own.
 
     Returns:
         (model, history): the trained model (best validation weights if early stopping stopped
@@ -134,6 +136,7 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     if config.early_stopping_patience:
         callbacks.append(keras.callbacks.EarlyStopping(monitor="val_loss", patience=config.early_stopping_patience,
                                                        restore_best_weights=True, verbose=1))
+    callbacks += list(extra_callbacks)
     log.info("Training %s (%s parameters) for up to %d epochs with %s, %d replica(s), global batch %d",
              model.name, f"{model.count_params():,}", config.epochs, type(strategy).__name__,
              strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync)

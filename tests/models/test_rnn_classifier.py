@@ -1,0 +1,68 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
+
+TOKENS = np.array([[3, 4, 5, 0, 0], [6, 7, 0, 0, 0], [8, 9, 3, 4, 5]], dtype="int32")
+
+
+@pytest.mark.parametrize("num_classes, width", [(2, 1), (4, 4)])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_output_shapes_and_probabilities(num_classes, width, cell):
+    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, num_classes=num_classes, cell=cell,
+                                                     units=(8, 4), embedding_dim=6))
+    out = model(TOKENS).numpy()
+    assert out.shape == (3, width)
+    assert ((out >= 0) & (out <= 1)).all()
+    if width > 1:
+        np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_extra_right_padding_does_not_change_outputs():
+    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, num_classes=3, units=(8,)))
+    padded = np.pad(TOKENS, [[0, 0], [0, 7]])
+    np.testing.assert_allclose(model(TOKENS).numpy(), model(padded).numpy(), atol=1e-6)
+
+
+def test_keras_config_and_file_round_trips_give_identical_outputs(tmp_path):
+    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, num_classes=3, units=(8, 4), dropout=0.2))
+    clone = keras.Model.from_config(model.get_config())
+    clone.set_weights(model.get_weights())
+    np.testing.assert_allclose(model(TOKENS).numpy(), clone(TOKENS).numpy(), atol=1e-6)
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(model(TOKENS).numpy(), loaded(TOKENS).numpy())
+
+
+def test_one_training_step_changes_every_trainable_weight():
+    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, num_classes=3, units=(4, 4)))
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy")
+    before = [w.numpy().copy() for w in model.trainable_weights]
+    model.train_on_batch(TOKENS, np.array([0, 1, 2]))
+    for old, new in zip(before, model.trainable_weights):
+        assert not np.allclose(old, new.numpy()), new.path
+
+
+def test_pretrained_embedding_initializer_and_freezing():
+    table = np.arange(10 * 3, dtype="float32").reshape(10, 3)
+    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, embedding_dim=3, units=(2,)),
+                                 embeddings_initializer=keras.initializers.Constant(table),
+                                 trainable_embeddings=False)
+    embedding = model.get_layer("embedding")
+    np.testing.assert_array_equal(embedding.embeddings.numpy(), table)
+    assert embedding.embeddings.path not in [w.path for w in model.trainable_weights]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"cell": "lstn"}, r"Received: cell='lstn' \(did you mean 'lstm'\?\)"),
+    ({"units": ()}, r"`units` must list at least one layer size"),
+    ({"units": (8, 0)}, r"`units` must be ≥ 1\. Received: units=0"),
+    ({"dropout": 1.0}, r"`dropout` must be ≥ 0\.0 and < 1\.0\. Received: dropout=1\.0"),
+    ({"num_classes": 1}, r"`num_classes` must be ≥ 2"),
+])
+def test_bad_config_values_are_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RNNClassifierConfig(**kwargs)

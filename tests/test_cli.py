@@ -1,0 +1,77 @@
+"""The `kpipe` command: help, and the one-line error (exit 2, nothing written) for each user mistake."""
+
+import pytest
+
+from kpipe.cli import main
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_help_lists_commands_and_examples(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for word in ("list", "show", "run", "predict", "kpipe run sentiment-bilstm --set training.epochs=1"):
+        assert word in out
+
+
+def test_list_and_show(capsys):
+    code, out, _ = run_cli(capsys, "list")
+    assert code == 0 and "sentiment-bilstm" in out and "embedded:tweets-sentiment" in out
+    code, out, _ = run_cli(capsys, "show", "imdb-bilstm", "--data", "reviews.csv", "--set", "training.epochs=2")
+    assert code == 0
+    assert 'source = "file"' in out and 'path = "reviews.csv"' in out and "epochs = 2" in out
+
+
+@pytest.fixture
+def bad_inputs(tmp_path):
+    (tmp_path / "header_only.csv").write_text("text,label\n")
+    (tmp_path / "one_class.csv").write_text("text,label\n" + "".join(f"text {i},pos\n" for i in range(20)))
+    (tmp_path / "latin1.csv").write_bytes("text,label\ncaf\xe9,1\nok,0\n".encode("latin-1"))
+    (tmp_path / "latin1.txt").write_bytes("fine\ncaf\xe9\n".encode("latin-1"))
+    return tmp_path
+
+
+CASES = {
+    "unknown pipeline": (["run", "no-such-pipeline"], "unknown pipeline 'no-such-pipeline'"),
+    "unknown override": (["run", "sentiment-bilstm", "--set", "training.epohcs=1"],
+                         "unknown key 'training.epohcs' (did you mean 'training.epochs'?)"),
+    "ill-typed override": (["run", "sentiment-bilstm", "--set", "training.epochs=two"],
+                           "training.epochs must be an integer. Received: 'two'"),
+    "malformed override": (["run", "sentiment-bilstm", "--set", "training.epochs"], "--set expects KEY=VALUE"),
+    "missing data file": (["run", "imdb-bilstm", "--data", "missing.csv"], "data file not found: missing.csv"),
+    "empty dataset": (["run", "imdb-bilstm", "--data", "header_only.csv"], "has no examples"),
+    "one class": (["run", "imdb-bilstm", "--data", "one_class.csv"], "has a single class ('pos')"),
+    "non-UTF-8 text": (["run", "imdb-bilstm", "--data", "latin1.csv"], "latin1.csv is not valid utf-8"),
+    "predict missing model": (["predict", "saved_models/nope/1", "hello"], "no exported model at 'saved_models/nope/1'"),
+    "predict non-UTF-8 file": (["predict", "m", "--file", "latin1.txt"], "latin1.txt is not valid UTF-8 (line 2"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_user_mistakes_get_one_line_exit_2_and_nothing_written(case, bad_inputs, monkeypatch, capsys):
+    monkeypatch.chdir(bad_inputs)
+    if case == "predict non-UTF-8 file":  # needs a model folder to get past the model check
+        (bad_inputs / "m").mkdir()
+        (bad_inputs / "m" / "saved_model.pb").write_bytes(b"")
+    before = sorted(p.name for p in bad_inputs.rglob("*"))
+    argv, message = CASES[case]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kpipe: error: "), err
+    assert message in lines[0]
+    assert "Traceback" not in err
+    assert sorted(p.name for p in bad_inputs.rglob("*")) == before  # nothing written
+
+
+def test_debug_flag_shows_the_traceback(capsys):
+    from kpipe.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        main(["--debug", "run", "no-such-pipeline"])

@@ -1,0 +1,89 @@
+import dataclasses
+
+import pytest
+
+from kpipe.config import apply_overrides, dumps_toml, from_dict, parse_override, to_dict
+from kpipe.errors import ConfigError
+from kpipe.training import TrainingConfig
+from kpipe.models.rnn_classifier import RNNClassifierConfig
+
+
+def test_from_dict_builds_dataclass_and_converts_lists_to_tuples():
+    config = from_dict(RNNClassifierConfig, {"units": [32, 16], "cell": "gru", "dropout": 0})
+    assert config.units == (32, 16)
+    assert config.cell == "gru"
+    assert config.dropout == 0.0 and isinstance(config.dropout, float)
+
+
+def test_unknown_key_names_dotted_path_and_suggests():
+    with pytest.raises(ConfigError, match=r"unknown key 'training\.epoch' \(did you mean 'training\.epochs'\?\)"):
+        from_dict(TrainingConfig, {"epoch": 3}, path="training")
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("3", r"training\.epochs must be an integer\. Received: '3' \(str\)"),
+    (2.5, r"training\.epochs must be an integer\. Received: 2\.5 \(float\)"),
+    (True, r"training\.epochs must be an integer\. Received: True \(bool\)"),
+])
+def test_wrong_type_names_field_and_value(value, expected):
+    with pytest.raises(ConfigError, match=expected):
+        from_dict(TrainingConfig, {"epochs": value}, path="training")
+
+
+def test_out_of_range_value_names_field_and_value():
+    with pytest.raises(ConfigError, match=r"training: `epochs` must be ≥ 1\. Received: epochs=0"):
+        from_dict(TrainingConfig, {"epochs": 0}, path="training")
+
+
+def test_bad_choice_suggests_closest():
+    with pytest.raises(ConfigError, match=r"Received: optimizer='adma' \(did you mean 'adam'\?\)"):
+        from_dict(TrainingConfig, {"optimizer": "adma"}, path="training")
+
+
+def test_derived_field_cannot_be_set_from_a_file():
+    with pytest.raises(ConfigError, match=r"'model\.num_classes' is set by kpipe from the data"):
+        from_dict(RNNClassifierConfig, {"num_classes": 3}, path="model")
+
+
+def test_configs_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        TrainingConfig().epochs = 3
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("training.epochs=1", ("training.epochs", 1)),
+    ("model.dropout=0.5", ("model.dropout", 0.5)),
+    ("model.bidirectional=false", ("model.bidirectional", False)),
+    ("model.units=[64, 32]", ("model.units", [64, 32])),
+    ("data.path=data/train.csv.gz", ("data.path", "data/train.csv.gz")),
+    ('data.name="imdb_reviews"', ("data.name", "imdb_reviews")),
+])
+def test_parse_override_reads_toml_values_or_plain_strings(text, expected):
+    assert parse_override(text) == expected
+
+
+def test_override_without_equals_is_an_error():
+    with pytest.raises(ConfigError, match="--set expects KEY=VALUE"):
+        parse_override("training.epochs")
+
+
+def test_apply_overrides_sets_nested_keys_without_touching_the_input():
+    raw = {"training": {"epochs": 5}}
+    result = apply_overrides(raw, ["training.epochs=1", "data.limit=2000"])
+    assert result == {"training": {"epochs": 1}, "data": {"limit": 2000}}
+    assert raw == {"training": {"epochs": 5}}
+
+
+def test_override_below_a_value_is_an_error():
+    with pytest.raises(ConfigError, match="'training.epochs' is a value, not a section"):
+        apply_overrides({"training": {"epochs": 5}}, ["training.epochs.x=1"])
+
+
+def test_toml_round_trip_of_a_dataclass():
+    import tomllib
+
+    config = RNNClassifierConfig(units=(8, 4), dropout=0.25)
+    text = dumps_toml({"model": to_dict(config)})
+    again = RNNClassifierConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                  for k, v in tomllib.loads(text)["model"].items()})
+    assert again == config

@@ -1,0 +1,93 @@
+"""The README's main job on a small slice, the export reloaded without kpipe, and resume after kill -9."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kpipe.tasks.classify import predict_texts
+
+pytestmark = pytest.mark.slow
+
+
+def kpipe(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "kpipe", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path):
+    run = kpipe("run", "sentiment-bilstm", "--set", "training.epochs=1", "--set", "data.limit=600", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Exported to saved_models/sentiment-bilstm/1" in run.stdout
+    export = tmp_path / "saved_models" / "sentiment-bilstm" / "1"
+    for name in ("saved_model.pb", "model.keras", "config.toml", "labels.txt", "vocabulary.txt", "metrics.json",
+                 "training_curves.png", "history.csv", "tensorboard"):
+        assert (export / name).exists(), name
+    assert not (tmp_path / "saved_models" / "sentiment-bilstm" / ".work").exists() or not any(
+        (tmp_path / "saved_models" / "sentiment-bilstm" / ".work").iterdir())
+
+    # Plain TensorFlow, no kpipe: raw strings in, probabilities and label names out.
+    loaded = tf.saved_model.load(str(export))
+    texts = ["@united thank you so much, great crew!", "worst delay ever, lost my bag", ""]
+    out = loaded.signatures["serving_default"](text=tf.constant(texts))
+    probabilities = out["probabilities"].numpy()
+    assert probabilities.shape == (3, 3)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    labels = [label.decode() for label in out["label"].numpy()]
+    assert set(labels) <= {"negative", "neutral", "positive"}
+    assert labels == [["negative", "neutral", "positive"][i] for i in probabilities.argmax(axis=1)]
+
+    # The Python API and the CLI agree with the SavedModel.
+    predictions = predict_texts(export, texts)
+    assert [p.label for p in predictions] == labels
+    cli = kpipe("predict", "sentiment-bilstm", texts[0], cwd=tmp_path)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    label, probability, text = cli.stdout.strip().split("\t")
+    assert (label, text) == (labels[0], texts[0])
+    assert abs(float(probability) - probabilities[0].max()) < 1e-3
+
+    # A second run gets version 2 and leaves version 1 untouched.
+    before = (export / "saved_model.pb").read_bytes()
+    again = kpipe("run", "sentiment-bilstm", "--set", "training.epochs=1", "--set", "data.limit=300", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (tmp_path / "saved_models" / "sentiment-bilstm" / "2" / "saved_model.pb").exists()
+    assert (export / "saved_model.pb").read_bytes() == before
+
+
+def test_rerun_after_kill_9_resumes_and_finishes(tmp_path):
+    from tests.conftest import synthetic_reviews
+
+    synthetic_reviews(3000).to_csv(tmp_path / "reviews.csv", index=False)
+    args = ["run", "imdb-bilstm", "--data", "reviews.csv", "--set", "training.epochs=4",
+            "--set", "training.early_stopping_patience=0", "--set", "model.units=[16]"]
+    process = subprocess.Popen([sys.executable, "-m", "kpipe", *args], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    history = None
+    while time.time() < deadline and process.poll() is None:
+        found = list((tmp_path / "saved_models" / "imdb-bilstm" / ".work").glob("*/history.csv"))
+        if found and len(found[0].read_text().splitlines()) >= 2:  # header + one finished epoch
+            history = found[0]
+            break
+        time.sleep(0.2)
+    assert history is not None, "the first epoch never finished"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    finished_before_kill = len(history.read_text().splitlines()) - 1
+    assert finished_before_kill < 4
+    assert not (tmp_path / "saved_models" / "imdb-bilstm" / "1").exists()  # no half-written export
+
+    rerun = kpipe(*args, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    metrics = json.loads((tmp_path / "saved_models" / "imdb-bilstm" / "1" / "metrics.json").read_text())
+    assert metrics["epochs_trained"] == 4
+    # The rerun trained only the epochs the killed run had not finished.
+    epochs_rerun = re.findall(r"^Epoch (\d+)/4$", rerun.stdout, flags=re.M)
+    assert [int(e) for e in epochs_rerun] == list(range(finished_before_kill + 1, 5))
