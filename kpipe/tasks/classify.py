@@ -10,6 +10,7 @@ import dataclasses
 import logging
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -137,7 +138,9 @@ def run_classify(config: PipelineConfig) -> RunResult:
 
     # Test split in its original order (no bucketing, which reorders).
     test_ds = make_text_dataset(splits.test.texts, splits.test.labels, vectorizer, pre, batch_size=batch_size)
-    probabilities = model.predict(test_ds, verbose=0)
+    with warnings.catch_warnings():  # see train_model: unknown-size datasets end by running out
+        warnings.filterwarnings("ignore", message="Your input ran out of data")
+        probabilities = model.predict(test_ds, verbose=0)
     predicted = (probabilities[:, 0] > 0.5).astype(int) if binary else probabilities.argmax(axis=1)
     metrics = reporting.classification_metrics(splits.test.labels, predicted, splits.label_names)
     metrics.update({
