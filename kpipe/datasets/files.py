@@ -29,13 +29,12 @@ def _describe_decode_error(path: Path, error: UnicodeDecodeError, encoding: str)
         f"cannot be decoded; re-save the file as UTF-8, or set data.encoding (e.g. --set data.encoding=latin-1)")
 
 
-def read_table(path: str | Path, *, encoding: str = "utf-8", limit: int = 0) -> pd.DataFrame:
+def read_table(path: str | Path, *, encoding: str = "utf-8") -> pd.DataFrame:
     """Read a CSV, TSV or Parquet file (compression inferred from the name).
 
     Args:
         path: the file.
         encoding: text encoding of CSV/TSV files. Decoding is strict: bad bytes are an error.
-        limit: read at most this many rows (0 = all).
 
     Raises:
         DataError: the file is missing, of an unknown format, unreadable, or not in `encoding`.
@@ -44,13 +43,11 @@ def read_table(path: str | Path, *, encoding: str = "utf-8", limit: int = 0) -> 
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
     kind = _table_kind(path)
-    nrows = limit or None
     try:
         if kind in (".parquet", ".pq"):
-            frame = pd.read_parquet(path)
-            return frame.head(nrows) if nrows else frame
+            return pd.read_parquet(path)
         return pd.read_csv(path, sep="\t" if kind == ".tsv" else ",", encoding=encoding,
-                           encoding_errors="strict", nrows=nrows, keep_default_na=False)
+                           encoding_errors="strict", keep_default_na=False)
     except UnicodeDecodeError as error:
         raise _describe_decode_error(path, error, encoding) from None
     except (ValueError, OSError, pd.errors.ParserError) as error:

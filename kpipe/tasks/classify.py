@@ -12,10 +12,9 @@ import shutil
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from kpipe import export, reporting
@@ -23,20 +22,12 @@ from kpipe.datasets.text_classification import (TextClassificationDataConfig, Te
                                                 load_text_classification)
 from kpipe.errors import KpipeError
 from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
-from kpipe.pipeline_config import PipelineConfig, TaskSpec
+from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
                                       make_text_dataset, make_vectorizer, token_lengths)
 from kpipe.training import make_strategy, train_model
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class RunResult:
-    """What a pipeline run produced: the export folder and the test metrics."""
-
-    export_dir: Path
-    metrics: dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +151,10 @@ def run_classify(config: PipelineConfig) -> RunResult:
         tmp, model=model, vectorizer=vectorizer, config=config, label_names=splits.label_names,
         vocabulary=vocabulary, metrics=metrics, history=history, work_dir=work_dir))
     shutil.rmtree(work_dir, ignore_errors=True)  # finished: the resume state is no longer needed
-    return RunResult(version_dir, metrics)
+    summary = (f"Test accuracy {metrics['accuracy']:.4f}, macro F1 {metrics['macro_f1']:.4f} on {len(splits.test)} "
+               f"examples\nExported to {version_dir} (report: metrics.json, training_curves.png)\n"
+               f'Try: kpipe predict {version_dir} "your text here"')
+    return RunResult(version_dir, metrics, summary)
 
 
 # === Predicting with an export ===

@@ -1,7 +1,6 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
 
