@@ -41,7 +41,8 @@ def read_table(path: str | Path, *, encoding: str = "utf-8") -> pd.DataFrame:
     """
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"data file not found: {path}")
+        raise DataError(f"data file not found: {path} (give an existing CSV/TSV/Parquet file, "
+                        "or a folder with one sub-folder per class)")
     kind = _table_kind(path)
     try:
         if kind in (".parquet", ".pq"):
@@ -75,7 +76,7 @@ def read_class_folders(path: str | Path, *, encoding: str = "utf-8", limit: int 
     """
     path = Path(path)
     if not path.is_dir():
-        raise DataError(f"data folder not found: {path}")
+        raise DataError(f"data folder not found: {path} (give a folder with one sub-folder per class)")
     if (path / "train").is_dir() and (path / "test").is_dir() and not split:
         return pd.concat([read_class_folders(path / name, encoding=encoding, limit=limit, split=name)
                           for name in ("train", "test")], ignore_index=True)
