@@ -25,6 +25,9 @@ examples:
   kpipe run imdb-bilstm --data ../shared/data/imdb/train.csv.gz
   kpipe predict sentiment-bilstm "@united thank you, great crew!" "delayed again..."
   kpipe predict saved_models/sentiment-bilstm/1 --file tweets.txt --json
+  kpipe neighbors frog -k 5
+  kpipe analogy king man woman
+  kpipe similarity cat dog --vectors glove.6B.100d.txt
 """
 
 
@@ -134,6 +137,31 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def _word_vectors(args):
+    from kpipe import embeddings
+
+    if args.model:
+        return embeddings.classifier_word_vectors(args.model)
+    return embeddings.load_word_vectors(args.vectors)
+
+
+def cmd_neighbors(args) -> int:
+    for word, score in _word_vectors(args).neighbors(args.word, args.k):
+        print(f"{score:.4f}\t{word}")
+    return 0
+
+
+def cmd_analogy(args) -> int:
+    for word, score in _word_vectors(args).analogy(args.a, args.b, args.c, args.k):
+        print(f"{score:.4f}\t{word}")
+    return 0
+
+
+def cmd_similarity(args) -> int:
+    print(f"{_word_vectors(args).similarity(args.first, args.second):.4f}")
+    return 0
+
+
 # === Argument parsing ===
 
 def build_parser() -> argparse.ArgumentParser:
@@ -173,6 +201,32 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--json", action="store_true", help="one JSON object per line, with all probabilities")
     predict.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
     predict.set_defaults(func=cmd_predict)
+
+    def add_vector_args(p):
+        p.add_argument("--vectors", default="glove:6B.50d",
+                       help="word vectors: glove:6B.50d (packaged, default), or a GloVe/word2vec text file "
+                            "(.txt, .gz, .zip or archive.zip:member.txt)")
+        p.add_argument("--model", help="use the learned embedding of an exported classifier instead")
+
+    neighbors = sub.add_parser("neighbors", help="nearest words by cosine similarity")
+    neighbors.add_argument("word")
+    neighbors.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    add_vector_args(neighbors)
+    neighbors.set_defaults(func=cmd_neighbors)
+
+    analogy = sub.add_parser("analogy", help="A is to B as ? is to C, e.g. `kpipe analogy king man woman` -> queen",
+                             description="Words closest to A - B + C by cosine similarity.")
+    for name in ("a", "b", "c"):
+        analogy.add_argument(name, metavar=name.upper())
+    analogy.add_argument("-k", type=int, default=5, help="how many (default 5)")
+    add_vector_args(analogy)
+    analogy.set_defaults(func=cmd_analogy)
+
+    similarity = sub.add_parser("similarity", help="cosine similarity of two words")
+    similarity.add_argument("first")
+    similarity.add_argument("second")
+    add_vector_args(similarity)
+    similarity.set_defaults(func=cmd_similarity)
     return parser
 
 

