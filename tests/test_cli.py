@@ -48,6 +48,8 @@ CASES = {
     "empty dataset": (["run", "imdb-bilstm", "--data", "header_only.csv"], "has no examples"),
     "one class": (["run", "imdb-bilstm", "--data", "one_class.csv"], "has a single class ('pos')"),
     "non-UTF-8 text": (["run", "imdb-bilstm", "--data", "latin1.csv"], "latin1.csv is not valid utf-8"),
+    "vectors of the wrong size": (["run", "sentiment-glove", "--set", "model.embedding_dim=64"],
+                                  "has 50-dimensional vectors but the config asks for embedding_dim=64"),
     "predict missing model": (["predict", "saved_models/nope/1", "hello"], "no exported model at 'saved_models/nope/1'"),
     "predict non-UTF-8 file": (["predict", "m", "--file", "latin1.txt"], "latin1.txt is not valid UTF-8 (line 2"),
 }

@@ -91,3 +91,29 @@ def test_rerun_after_kill_9_resumes_and_finishes(tmp_path):
     # The rerun trained only the epochs the killed run had not finished.
     epochs_rerun = re.findall(r"^Epoch (\d+)/4$", rerun.stdout, flags=re.M)
     assert [int(e) for e in epochs_rerun] == list(range(finished_before_kill + 1, 5))
+
+
+def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path):
+    import keras
+
+    from kpipe.embeddings import load_word_vectors
+    from tests.conftest import NEGATIVE, POSITIVE, synthetic_reviews
+
+    synthetic_reviews(400).to_csv(tmp_path / "reviews.csv", index=False)
+    rng = np.random.default_rng(0)
+    words = POSITIVE + NEGATIVE + ["the", "movie"]
+    (tmp_path / "vectors.txt").write_text(
+        "".join(f"{w} {' '.join(f'{x:.4f}' for x in rng.normal(size=4))}\n" for w in words))
+    run = kpipe("run", "imdb-bilstm", "--data", "reviews.csv", "--set", "training.epochs=1",
+                "--set", 'model.pretrained_embeddings="vectors.txt"', "--set", 'model.embedding_training="frozen"',
+                "--set", "model.embedding_dim=4", "--set", "model.units=[8]", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    export = tmp_path / "saved_models" / "imdb-bilstm" / "1"
+    metrics = json.loads((export / "metrics.json").read_text())
+    vocabulary = (export / "vocabulary.txt").read_text().split("\n")[:-1]
+    expected_hits = sum(w in words for w in vocabulary[2:])
+    assert metrics["embedding_coverage"]["hits"] == expected_hits > 10
+    table = keras.saving.load_model(export / "model.keras").get_layer("embedding").embeddings.numpy()
+    vectors = load_word_vectors(str(tmp_path / "vectors.txt"))
+    for word in words:
+        np.testing.assert_allclose(table[vocabulary.index(word)], vectors.vector(word), atol=1e-6)

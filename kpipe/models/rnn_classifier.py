@@ -26,6 +26,10 @@ class RNNClassifierConfig:
         bidirectional: wrap every recurrent layer in `Bidirectional`.
         dropout: dropout on each recurrent layer's inputs and before the head.
         recurrent_dropout: dropout on the recurrent state (note: any value > 0 rules out cuDNN).
+        pretrained_embeddings: word vectors to start the embedding from ("glove:6B.50d", or a
+            GloVe/word2vec text file; see `kpipe.embeddings`); "" learns it from scratch. Used by
+            the classify pipeline; `embedding_dim` must match the vectors.
+        embedding_training: "trainable" (fine-tune the vectors) or "frozen".
         vocabulary_size: number of token ids (set by kpipe from the fitted vocabulary).
         num_classes: number of classes (set by kpipe from the data); 2 gives one sigmoid unit.
     """
@@ -37,6 +41,8 @@ class RNNClassifierConfig:
     bidirectional: bool = True
     dropout: float = 0.0
     recurrent_dropout: float = 0.0
+    pretrained_embeddings: str = ""
+    embedding_training: str = "trainable"
     vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
     num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
 
@@ -50,6 +56,7 @@ class RNNClassifierConfig:
             check_range("units", size, low=1)
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_range("recurrent_dropout", self.recurrent_dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_choice("embedding_training", self.embedding_training, ("trainable", "frozen"))
         check_range("vocabulary_size", self.vocabulary_size, low=2)
         check_range("num_classes", self.num_classes, low=2)
 

@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 
 from kpipe import export, reporting
+from kpipe.embeddings import align_to_vocabulary, load_word_vectors
 from kpipe.datasets.text_classification import (TextClassificationDataConfig, TextSplits,
                                                 load_text_classification)
 from kpipe.errors import KpipeError
@@ -116,12 +117,26 @@ def run_classify(config: PipelineConfig) -> RunResult:
 
     model_config: RNNClassifierConfig = dataclasses.replace(
         config.model, vocabulary_size=len(vocabulary), num_classes=splits.num_classes)
+    pretrained, coverage = None, None
+    if model_config.pretrained_embeddings:  # loaded before training, so a bad file fails fast
+        vectors = load_word_vectors(model_config.pretrained_embeddings, expected_dim=model_config.embedding_dim)
+        pretrained, coverage = align_to_vocabulary(vectors, vocabulary, seed=config.training.seed)
+
+    def build() -> keras.Model:
+        model = build_rnn_classifier(model_config,
+                                     trainable_embeddings=model_config.embedding_training == "trainable")
+        if pretrained is not None:
+            # Assigned after building: a Constant initializer would copy the whole matrix into the
+            # model's JSON config (and every .keras file). BackupAndRestore overrides it on resume.
+            model.get_layer("embedding").embeddings.assign(pretrained)
+        return model
+
     binary = splits.num_classes == 2
     export_root = Path(config.export.dir) / config.name
     work_dir = export_root / ".work" / config.fingerprint()
     started = time.perf_counter()
     model, history = train_model(
-        lambda: build_rnn_classifier(model_config),
+        build,
         loss="binary_crossentropy" if binary else "sparse_categorical_crossentropy",
         metrics=["accuracy"], train_data=train_ds, validation_data=val_ds, config=config.training,
         work_dir=work_dir, strategy=strategy)
@@ -139,6 +154,7 @@ def run_classify(config: PipelineConfig) -> RunResult:
         "data": {"source": config.data.describe(), "train": len(splits.train),
                  "validation": len(splits.validation), "test": len(splits.test)},
         "vocabulary_size": len(vocabulary),
+        "embedding_coverage": coverage.as_dict() if coverage else None,
         "epochs_trained": len(history),
         "train_seconds_this_run": round(train_seconds, 2),
         "epoch_seconds": [round(h.get("epoch_seconds", float("nan")), 2) for h in history],
