@@ -90,9 +90,9 @@ class WordVectors:
         return self.nearest(vector, k, exclude=[word, word.lower()])
 
     def analogy(self, a: str, b: str, c: str, k: int = 5) -> list[tuple[str, float]]:
-        """Words d with a : b = c : d, ranked by cos(d, b - a + c) ("king man woman" asks man : king = woman : ?).
-
-        Follows the usual reading `analogy(king, man, woman)` -> queen: king - man + woman.
+        """The words closest (cosine) to a - b + c, the inputs left out: `analogy("king", "man", "woman")`
+        ranks "queen" first (king is to man as queen is to woman). Uses unit-length vectors, as in
+        Mikolov et al.'s 3CosAdd.
         """
         unit = self._unit_matrix()
         query = unit[self.row(a)] - unit[self.row(b)] + unit[self.row(c)]

@@ -18,9 +18,9 @@ import keras
 import tensorflow as tf
 
 from kpipe import export, reporting
-from kpipe.embeddings import align_to_vocabulary, load_word_vectors
 from kpipe.datasets.text_classification import (TextClassificationDataConfig, TextSplits,
                                                 load_text_classification)
+from kpipe.embeddings import align_to_vocabulary, load_word_vectors
 from kpipe.errors import KpipeError
 from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
