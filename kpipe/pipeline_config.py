@@ -52,6 +52,7 @@ class TaskSpec:
     preprocessing: type
     models: Mapping[str, type]  # model.family -> config class
     run: Callable[["PipelineConfig"], RunResult]
+    check: Callable[["PipelineConfig"], None] | None = None  # rules across sections; raises ConfigError
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -112,7 +113,7 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
                           f"'{task}'; known: {', '.join(spec.models)}")
     if not isinstance(raw.get("description", ""), str):
         raise ConfigError("description must be a string")
-    return PipelineConfig(
+    config = PipelineConfig(
         name=name, task=task, description=raw.get("description", ""),
         data=from_dict(spec.data, sections["data"], path="data"),
         preprocessing=from_dict(spec.preprocessing, sections["preprocessing"], path="preprocessing"),
@@ -120,3 +121,6 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
         training=from_dict(TrainingConfig, sections["training"], path="training"),
         export=from_dict(ExportConfig, sections["export"], path="export"),
     )
+    if spec.check:
+        spec.check(config)
+    return config

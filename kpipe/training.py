@@ -98,14 +98,40 @@ def read_history(path: Path) -> list[dict[str, float]]:
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
+@dataclasses.dataclass(frozen=True)
+class FineTuneSchedule:
+    """Two-phase transfer learning: train with some layers frozen, then unfreeze them and go on.
+
+    The model is built with the pretrained layers frozen; after `frozen_epochs` epochs `unfreeze`
+    makes them trainable and the model is recompiled with a fresh optimizer at `learning_rate`
+    (lower than the first phase's, so the pretrained weights move gently).
+    """
+
+    frozen_epochs: int
+    learning_rate: float
+    unfreeze: Callable[[keras.Model], None]
+
+
+def _compile(model: keras.Model, config: TrainingConfig, learning_rate: float, loss, metrics) -> None:
+    optimizer = OPTIMIZERS[config.optimizer](learning_rate=learning_rate, clipnorm=config.clipnorm or None)
+    model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
+
+
+def _save_weights_atomically(model: keras.Model, path: Path) -> None:
+    partial = path.with_name("partial." + path.name)
+    model.save_weights(str(partial))
+    partial.replace(path)
+
+
 def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_data: tf.data.Dataset,
                 validation_data: tf.data.Dataset, config: TrainingConfig, work_dir: Path,
-                strategy: tf.distribute.Strategy, extra_callbacks: list | tuple = ()
-                ) -> tuple[keras.Model, list[dict[str, float]]]:
+                strategy: tf.distribute.Strategy, extra_callbacks: list | tuple = (),
+                fine_tune: FineTuneSchedule | None = None) -> tuple[keras.Model, list[dict[str, float]]]:
     """Build, compile and fit a model under `strategy`, resumable from `work_dir`.
 
     `work_dir` holds the `BackupAndRestore` state, TensorBoard logs and the per-epoch history:
-    rerunning the same command after a kill resumes from the last finished epoch.
+    rerunning the same command after a kill resumes from the last finished epoch, in either phase
+    of a fine-tuning schedule (the weights at the end of the frozen phase are kept in `work_dir`).
 
     Args:
         build: makes the uncompiled model; called inside `strategy.scope()`.
@@ -115,6 +141,8 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
         work_dir: folder for resumable state; created if absent.
         strategy: from `make_strategy`.
         extra_callbacks: more Keras callbacks, run after kpipe's own.
+        fine_tune: train `fine_tune.frozen_epochs` epochs as built, then unfreeze and train the rest
+            of `config.epochs` at `fine_tune.learning_rate`. Early stopping watches the second phase only.
 
     Returns:
         (model, history): the trained model (best validation weights if early stopping stopped
@@ -124,26 +152,53 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     work_dir.mkdir(parents=True, exist_ok=True)
     with strategy.scope():
         model = build()
-        optimizer = OPTIMIZERS[config.optimizer](learning_rate=config.learning_rate,
-                                                 clipnorm=config.clipnorm or None)
-        model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
-    callbacks = [
-        keras.callbacks.BackupAndRestore(str(work_dir / "backup")),
-        EpochTimer(),  # before CSVLogger, which writes the logs it adds
-        keras.callbacks.CSVLogger(str(work_dir / "history.csv"), append=True),
-        keras.callbacks.TensorBoard(str(work_dir / "tensorboard")),
-    ]
-    if config.early_stopping_patience:
-        callbacks.append(keras.callbacks.EarlyStopping(monitor="val_loss", patience=config.early_stopping_patience,
-                                                       restore_best_weights=True, verbose=1))
-    callbacks += list(extra_callbacks)
+        _compile(model, config, config.learning_rate, loss, metrics)
     log.info("Training %s (%s parameters) for up to %d epochs with %s, %d replica(s), global batch %d",
              model.name, f"{model.count_params():,}", config.epochs, type(strategy).__name__,
              strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync)
-    with warnings.catch_warnings():
-        # Length-bucketed datasets have no known size, so Keras finds each epoch's end by running
-        # out of data, and warns every epoch as if that were a mistake.
-        warnings.filterwarnings("ignore", message="Your input ran out of data")
-        model.fit(train_data, validation_data=validation_data, epochs=config.epochs, callbacks=callbacks,
-                  shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
+
+    def fit(backup: str, initial_epoch: int, epochs: int, early_stopping: bool) -> None:
+        callbacks = [
+            keras.callbacks.BackupAndRestore(str(work_dir / backup)),
+            EpochTimer(),  # before CSVLogger, which writes the logs it adds
+            keras.callbacks.CSVLogger(str(work_dir / "history.csv"), append=True),
+            keras.callbacks.TensorBoard(str(work_dir / "tensorboard")),
+        ]
+        if early_stopping and config.early_stopping_patience:
+            callbacks.append(keras.callbacks.EarlyStopping(
+                monitor="val_loss", patience=config.early_stopping_patience, restore_best_weights=True, verbose=1))
+        with warnings.catch_warnings():
+            # Length-bucketed datasets have no known size, so Keras finds each epoch's end by running
+            # out of data, and warns every epoch as if that were a mistake.
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            model.fit(train_data, validation_data=validation_data, initial_epoch=initial_epoch, epochs=epochs,
+                      callbacks=callbacks + list(extra_callbacks), shuffle=False,
+                      verbose=1 if sys.stdout.isatty() else 2)
+
+    if fine_tune is None:
+        fit("backup", 0, config.epochs, early_stopping=True)
+        return model, read_history(work_dir / "history.csv")
+
+    # === Phase 1: pretrained layers frozen (skipped on a rerun that already finished it) ===
+    frozen_done = work_dir / "frozen_phase.weights.h5"
+    if frozen_done.exists():
+        with warnings.catch_warnings():
+            # The file also holds phase 1's optimizer state, which phase 2 replaces anyway.
+            warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+            model.load_weights(str(frozen_done))
+        log.info("Frozen phase finished in an earlier run; resuming the fine-tuning phase")
+    else:
+        log.info("Phase 1: %d epoch(s) with the pretrained layers frozen", fine_tune.frozen_epochs)
+        fit("backup_frozen", 0, fine_tune.frozen_epochs, early_stopping=False)
+        _save_weights_atomically(model, frozen_done)
+
+    # === Phase 2: everything trainable, fresh optimizer at the lower learning rate ===
+    log.info("Phase 2: unfrozen, learning rate %g, up to epoch %d", fine_tune.learning_rate, config.epochs)
+    with strategy.scope():
+        fine_tune.unfreeze(model)
+        _compile(model, config, fine_tune.learning_rate, loss, metrics)
+    # BackupAndRestore leaves the epoch it restored in `_initial_epoch`, which `fit` prefers to its
+    # argument: clear phase 1's, so phase 2 starts at `frozen_epochs` (or at its own backup's epoch).
+    model._initial_epoch = None
+    fit("backup", fine_tune.frozen_epochs, config.epochs, early_stopping=True)
     return model, read_history(work_dir / "history.csv")

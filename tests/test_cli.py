@@ -50,6 +50,11 @@ CASES = {
     "non-UTF-8 text": (["run", "imdb-bilstm", "--data", "latin1.csv"], "latin1.csv is not valid utf-8"),
     "vectors of the wrong size": (["run", "sentiment-glove", "--set", "model.embedding_dim=64"],
                                   "has 50-dimensional vectors but the config asks for embedding_dim=64"),
+    "two-phase without frozen epochs left": (
+        ["run", "sentiment-glove", "--set", 'model.embedding_training="two_phase"', "--set", "training.epochs=2"],
+        "model.frozen_epochs=2 leaves no epoch for fine-tuning with training.epochs=2"),
+    "two-phase without vectors": (["run", "sentiment-bilstm", "--set", 'model.embedding_training="two_phase"'],
+                                  "model.pretrained_embeddings is empty"),
     "predict missing model": (["predict", "saved_models/nope/1", "hello"], "no exported model at 'saved_models/nope/1'"),
     "predict non-UTF-8 file": (["predict", "m", "--file", "latin1.txt"], "latin1.txt is not valid UTF-8 (line 2"),
 }

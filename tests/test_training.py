@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kpipe.training import TrainingConfig, make_strategy, read_history, train_model
+from kpipe.training import FineTuneSchedule, TrainingConfig, make_strategy, read_history, train_model
 
 
 def tiny_data():
@@ -63,3 +63,70 @@ def test_same_seed_gives_same_weights(tmp_path):
 
     for a, b in zip(run("a"), run("b")):
         np.testing.assert_array_equal(a, b)
+
+
+# === Two-phase fine-tuning ===
+
+def build_frozen():
+    inputs = keras.Input((5,), dtype="int32")
+    h = keras.layers.Embedding(10, 4, trainable=False, name="embedding")(inputs)
+    h = keras.layers.GlobalAveragePooling1D()(h)
+    return keras.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(h))
+
+
+def unfreeze_embedding(model):
+    model.get_layer("embedding").trainable = True
+
+
+class RecordEmbedding(keras.callbacks.Callback):
+    """The embedding table and learning rate at the end of each epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.learning_rates, self.epochs = [], [], []
+
+    def on_train_begin(self, logs=None):
+        self.tables.append(("start", self.model.get_layer("embedding").embeddings.numpy().copy()))
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs.append(epoch)
+        self.tables.append((epoch, self.model.get_layer("embedding").embeddings.numpy().copy()))
+        self.learning_rates.append(float(self.model.optimizer.learning_rate.numpy()))
+
+
+def fine_tune_kwargs(tmp_path):
+    return dict(loss="binary_crossentropy", metrics=["accuracy"], train_data=tiny_data(),
+                validation_data=tiny_data(), config=TrainingConfig(epochs=4, learning_rate=0.05,
+                                                                   early_stopping_patience=0),
+                work_dir=tmp_path, strategy=make_strategy("default"),
+                fine_tune=FineTuneSchedule(frozen_epochs=2, learning_rate=0.01, unfreeze=unfreeze_embedding))
+
+
+def test_two_phase_schedule_freezes_then_fine_tunes_at_the_lower_rate(tmp_path):
+    recorder = RecordEmbedding()
+    model, history = train_model(build_frozen, extra_callbacks=[recorder], **fine_tune_kwargs(tmp_path))
+    tables = dict(recorder.tables[1:])  # epoch -> table at its end
+    start_phase1, start_phase2 = recorder.tables[0][1], recorder.tables[3][1]
+    np.testing.assert_array_equal(start_phase1, tables[0])   # frozen: unchanged by epochs 0 and 1
+    np.testing.assert_array_equal(start_phase1, tables[1])
+    np.testing.assert_array_equal(start_phase2, tables[1])   # phase 2 starts where phase 1 ended
+    assert not np.allclose(tables[1], tables[2]) and not np.allclose(tables[2], tables[3])  # then it moves
+    assert recorder.epochs == [0, 1, 2, 3]
+    assert recorder.learning_rates == pytest.approx([0.05, 0.05, 0.01, 0.01])
+    assert len(history) == 4 and model.get_layer("embedding").trainable
+
+
+@pytest.mark.parametrize("crash_after", [0, 2], ids=["killed-in-frozen-phase", "killed-in-fine-tuning"])
+def test_two_phase_schedule_resumes_after_a_kill(tmp_path, crash_after):
+    uninterrupted = RecordEmbedding()
+    train_model(build_frozen, extra_callbacks=[uninterrupted], **fine_tune_kwargs(tmp_path / "reference"))
+
+    with pytest.raises(KeyboardInterrupt):
+        train_model(build_frozen, extra_callbacks=[Crash(after_epoch=crash_after)],
+                    **fine_tune_kwargs(tmp_path / "run"))
+    resumed = RecordEmbedding()
+    model, history = train_model(build_frozen, extra_callbacks=[resumed], **fine_tune_kwargs(tmp_path / "run"))
+    assert resumed.epochs == list(range(crash_after + 1, 4))  # only the epochs the kill cut off
+    assert len(history) == 4
+    # The resumed run ends with the same embedding as the run that was never interrupted.
+    np.testing.assert_allclose(resumed.tables[-1][1], uninterrupted.tables[-1][1], rtol=1e-5, atol=1e-6)

@@ -21,12 +21,12 @@ from kpipe import export, reporting
 from kpipe.datasets.text_classification import (TextClassificationDataConfig, TextSplits,
                                                 load_text_classification)
 from kpipe.embeddings import align_to_vocabulary, load_word_vectors
-from kpipe.errors import KpipeError
+from kpipe.errors import ConfigError, KpipeError
 from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
                                       make_text_dataset, make_vectorizer, token_lengths)
-from kpipe.training import make_strategy, train_model
+from kpipe.training import FineTuneSchedule, make_strategy, train_model
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +122,11 @@ def run_classify(config: PipelineConfig) -> RunResult:
         vectors = load_word_vectors(model_config.pretrained_embeddings, expected_dim=model_config.embedding_dim)
         pretrained, coverage = align_to_vocabulary(vectors, vocabulary, seed=config.training.seed)
 
+    fine_tune = None
+    if model_config.embedding_training == "two_phase":
+        fine_tune = FineTuneSchedule(model_config.frozen_epochs, model_config.fine_tune_learning_rate,
+                                     unfreeze=lambda model: setattr(model.get_layer("embedding"), "trainable", True))
+
     def build() -> keras.Model:
         model = build_rnn_classifier(model_config,
                                      trainable_embeddings=model_config.embedding_training == "trainable")
@@ -139,7 +144,7 @@ def run_classify(config: PipelineConfig) -> RunResult:
         build,
         loss="binary_crossentropy" if binary else "sparse_categorical_crossentropy",
         metrics=["accuracy"], train_data=train_ds, validation_data=val_ds, config=config.training,
-        work_dir=work_dir, strategy=strategy)
+        work_dir=work_dir, strategy=strategy, fine_tune=fine_tune)
     train_seconds = time.perf_counter() - started
 
     # Test split in its original order (no bucketing, which reorders).
@@ -215,10 +220,23 @@ def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Pat
     return results
 
 
+def check_classify_config(config: PipelineConfig) -> None:
+    """Rules that span config sections."""
+    model = config.model
+    if model.embedding_training == "two_phase":
+        if not model.pretrained_embeddings:
+            raise ConfigError('model.embedding_training="two_phase" fine-tunes pretrained vectors, but '
+                              'model.pretrained_embeddings is empty; set it (e.g. "glove:6B.50d") or use "trainable"')
+        if model.frozen_epochs >= config.training.epochs:
+            raise ConfigError(f"model.frozen_epochs={model.frozen_epochs} leaves no epoch for fine-tuning with "
+                              f"training.epochs={config.training.epochs}; make frozen_epochs smaller than epochs")
+
+
 TASK = TaskSpec(
     name="classify",
     data=TextClassificationDataConfig,
     preprocessing=TextPreprocessingConfig,
     models={"rnn_classifier": RNNClassifierConfig},
     run=run_classify,
+    check=check_classify_config,
 )
