@@ -189,8 +189,8 @@ def _parse_fast(source, dim: int, skip_rows: int) -> WordVectors:
         source,
         read_options=pacsv.ReadOptions(column_names=names, skip_rows=skip_rows, block_size=1 << 20),
         parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False),
-        # Words as UTF-8 strings: a file with invalid UTF-8 raises here and goes to the line parser.
-        convert_options=pacsv.ConvertOptions(column_types={"word": pa.string()} | {n: pa.float32() for n in names[1:]}))
+        # Words as raw bytes (cheaper to parse than validated strings), checked as UTF-8 below.
+        convert_options=pacsv.ConvertOptions(column_types={"word": pa.binary()} | {n: pa.float32() for n in names[1:]}))
     # Arrow holds one array per column: copying each into a row of a (dim, words) array is a
     # contiguous copy, where filling the columns of a (words, dim) array is a slow strided scatter.
     # The transpose is a view, so the matrix exists once.
@@ -200,7 +200,11 @@ def _parse_fast(source, dim: int, skip_rows: int) -> WordVectors:
         for chunk in table.column(i + 1).chunks:
             columns[i, offset:offset + len(chunk)] = chunk.to_numpy()
             offset += len(chunk)
-    return WordVectors(table.column(0).to_pylist(), columns.T)
+    try:
+        words = table.column(0).cast(pa.string()).to_pylist()
+    except pa.ArrowInvalid:  # invalid UTF-8 in some words (glove.840B has a few): replace those bytes
+        words = [w.decode("utf-8", "replace") for w in table.column(0).to_pylist()]
+    return WordVectors(words, columns.T)
 
 
 def _parse_lines(lines: list[bytes], first_line: int, source: str) -> WordVectors:

@@ -117,3 +117,31 @@ def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path):
     vectors = load_word_vectors(str(tmp_path / "vectors.txt"))
     for word in words:
         np.testing.assert_allclose(table[vocabulary.index(word)], vectors.vector(word), atol=1e-6)
+
+
+def test_imdb_glove_two_phase_schedule_runs_end_to_end(tmp_path):
+    import keras
+
+    from kpipe.embeddings import load_word_vectors
+    from tests.conftest import NEGATIVE, POSITIVE, synthetic_reviews
+
+    synthetic_reviews(400).to_csv(tmp_path / "reviews.csv", index=False)
+    rng = np.random.default_rng(1)
+    words = POSITIVE + NEGATIVE
+    (tmp_path / "vectors.txt").write_text(
+        "".join(f"{w} {' '.join(f'{x:.4f}' for x in rng.normal(size=4))}\n" for w in words))
+    run = kpipe("run", "imdb-glove", "--data", "reviews.csv", "--set", "training.epochs=2",
+                "--set", "model.frozen_epochs=1", "--set", "model.fine_tune_learning_rate=0.01",
+                "--set", 'model.pretrained_embeddings="vectors.txt"', "--set", "model.embedding_dim=4",
+                "--set", "model.units=[8]", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Phase 1: 1 epoch(s) with the pretrained layers frozen" in run.stderr
+    assert "Phase 2: unfrozen, learning rate 0.01" in run.stderr
+    export = tmp_path / "saved_models" / "imdb-glove" / "1"
+    metrics = json.loads((export / "metrics.json").read_text())
+    assert metrics["epochs_trained"] == 2
+    vocabulary = (export / "vocabulary.txt").read_text().split("\n")[:-1]
+    table = keras.saving.load_model(export / "model.keras").get_layer("embedding").embeddings.numpy()
+    vectors = load_word_vectors(str(tmp_path / "vectors.txt"))
+    moved = [not np.allclose(table[vocabulary.index(w)], vectors.vector(w), atol=1e-4) for w in words]
+    assert all(moved)  # fine-tuned in phase 2

@@ -6,12 +6,14 @@ from kpipe.pipelines import list_pipelines, load_pipeline, registry
 
 def test_bundled_pipelines_are_registered_and_valid():
     names = set(registry())
-    assert {"sentiment-bilstm", "imdb-bilstm"} <= names
+    assert {"sentiment-bilstm", "imdb-bilstm", "sentiment-glove", "imdb-glove"} <= names
     entries = {e.name: e for e in list_pipelines()}
     assert entries["sentiment-bilstm"].task == "classify"
     assert entries["sentiment-bilstm"].dataset == "embedded:tweets-sentiment"
     assert entries["imdb-bilstm"].dataset == "tfds:imdb_reviews"
     assert all(e.description for e in entries.values())
+    glove = load_pipeline("imdb-glove")
+    assert glove.model.pretrained_embeddings == "glove:6B.50d" and glove.model.embedding_training == "two_phase"
 
 
 def test_overrides_pass_through_validation():
