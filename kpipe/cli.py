@@ -25,6 +25,8 @@ examples:
   kpipe run imdb-bilstm --data ../shared/data/imdb/train.csv.gz
   kpipe predict sentiment-bilstm "@united thank you, great crew!" "delayed again..."
   kpipe predict saved_models/sentiment-bilstm/1 --file tweets.txt --json
+  kpipe run electricity-lstm
+  kpipe forecast electricity-lstm --input recent.csv
   kpipe neighbors frog -k 5
   kpipe analogy king man woman
   kpipe similarity cat dog --vectors glove.6B.100d.txt
@@ -137,6 +139,24 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def cmd_forecast(args) -> int:
+    from kpipe.export import resolve_model_dir
+
+    model_dir = resolve_model_dir(args.model, args.export_dir)
+    from kpipe.tasks.forecast import forecast_file
+
+    result = forecast_file(model_dir, args.input)
+    if args.json:
+        print(json.dumps({"target": result.target, "forecast": [round(float(v), 6) for v in result.values],
+                          "times": [t.isoformat() for t in result.times] if result.times is not None else None}))
+        return 0
+    print(f"step\t{'time' + chr(9) if result.times is not None else ''}{result.target}")
+    for step, value in enumerate(result.values, start=1):
+        when = f"{result.times[step - 1]}\t" if result.times is not None else ""
+        print(f"{step}\t{when}{value:.6g}")
+    return 0
+
+
 def _word_vectors(args):
     from kpipe import embeddings
 
@@ -201,6 +221,18 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--json", action="store_true", help="one JSON object per line, with all probabilities")
     predict.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
     predict.set_defaults(func=cmd_predict)
+
+    forecast = sub.add_parser(
+        "forecast", help="forecast the next horizon with an exported forecaster",
+        description="Read the most recent window of the model's feature columns from a CSV/TSV/Parquet file "
+                    "(oldest row first) and print the next horizon of the target, in original units.")
+    forecast.add_argument("model", help="an export folder, a folder of versions, or a pipeline name")
+    forecast.add_argument("--input", required=True, metavar="FILE",
+                          help="table with the model's feature columns (see the export's features.json) and, "
+                               "optionally, its time column; at least `window` rows")
+    forecast.add_argument("--json", action="store_true", help="print one JSON object")
+    forecast.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
+    forecast.set_defaults(func=cmd_forecast)
 
     def add_vector_args(p):
         p.add_argument("--vectors", default="glove:6B.50d",

@@ -71,3 +71,54 @@ def plot_training_curves(history: list[dict[str, float]], path: Path, title: str
 def write_json(data: Any, path: Path) -> Path:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def plot_forecasts(examples: list[dict], path: Path, *, title: str = "", ylabel: str = "") -> Path:
+    """Save a PNG with one panel per forecast origin: recent history, truth, the model and baselines.
+
+    Each example is {"history_x", "history", "future_x", "truth", "forecasts": {name: values}}.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(examples), 1, figsize=(11, 3.2 * len(examples)), squeeze=False)
+    for ax, example in zip(axes[:, 0], examples):
+        ax.plot(example["history_x"], example["history"], color="0.45", lw=1.2, label="history")
+        ax.plot(example["future_x"], example["truth"], color="black", lw=1.8, label="truth")
+        for (name, values), style in zip(example["forecasts"].items(), ["-", "--", ":", "-."]):
+            ax.plot(example["future_x"], values, style, lw=1.5, label=name)
+        ax.axvline(example["future_x"][0], color="0.7", lw=0.8)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.set_title(example.get("title", ""), fontsize=10)
+    axes[0, 0].legend(ncol=6, fontsize=8, loc="upper left")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_error_by_horizon(per_step_mae: dict[str, list[float]], path: Path, *, title: str = "",
+                          ylabel: str = "MAE") -> Path:
+    """Save a PNG of the mean absolute error at each horizon step, one line per forecaster."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for name, values in per_step_mae.items():
+        ax.plot(np.arange(1, len(values) + 1), values, lw=1.6, label=name)
+    ax.set_xlabel("horizon step")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

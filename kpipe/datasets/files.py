@@ -29,12 +29,14 @@ def _describe_decode_error(path: Path, error: UnicodeDecodeError, encoding: str)
         f"cannot be decoded; re-save the file as UTF-8, or set data.encoding (e.g. --set data.encoding=latin-1)")
 
 
-def read_table(path: str | Path, *, encoding: str = "utf-8") -> pd.DataFrame:
+def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: bool = False) -> pd.DataFrame:
     """Read a CSV, TSV or Parquet file (compression inferred from the name).
 
     Args:
         path: the file.
         encoding: text encoding of CSV/TSV files. Decoding is strict: bad bytes are an error.
+        missing_as_nan: read empty cells and "NA"/"NaN"-like strings as NaN (numbers); by default
+            they stay text (an empty review is text, not a missing number).
 
     Raises:
         DataError: the file is missing, of an unknown format, unreadable, or not in `encoding`.
@@ -48,7 +50,7 @@ def read_table(path: str | Path, *, encoding: str = "utf-8") -> pd.DataFrame:
         if kind in (".parquet", ".pq"):
             return pd.read_parquet(path)
         return pd.read_csv(path, sep="\t" if kind == ".tsv" else ",", encoding=encoding,
-                           encoding_errors="strict", keep_default_na=False)
+                           encoding_errors="strict", keep_default_na=missing_as_nan)
     except UnicodeDecodeError as error:
         raise _describe_decode_error(path, error, encoding) from None
     except (ValueError, OSError, pd.errors.ParserError) as error:

@@ -1,0 +1,1 @@
+"""Forecasting pieces shared by the forecast task: baselines and error metrics."""

@@ -1,0 +1,277 @@
+"""Forecasting end to end: series -> windows -> RNN -> baselines side by side -> report -> SavedModel.
+
+The export takes raw windows in original units, (batch, window, features), and returns the next
+`horizon` values of the target in original units: the scaling lives inside the graph
+(`tf.saved_model.load(path).serve(window=...)["forecast"]`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import pandas as pd
+import tensorflow as tf
+
+from kpipe import export, reporting
+from kpipe.datasets import files
+from kpipe.datasets.time_series import TimeSeries, TimeSeriesDataConfig, load_time_series
+from kpipe.errors import ConfigError, DataError, KpipeError
+from kpipe.forecasting import baselines
+from kpipe.forecasting.metrics import forecast_errors, mase_scale
+from kpipe.models.rnn_forecaster import RNNForecasterConfig, build_rnn_forecaster
+from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
+from kpipe.preprocessing.windows import (Scaler, WindowConfig, make_window_dataset, split_origins,
+                                         window_arrays)
+from kpipe.training import make_strategy, train_model
+
+log = logging.getLogger(__name__)
+
+FEATURES_FILE = "features.json"
+
+
+# === Serving ===
+
+class ForecasterServing(tf.Module):
+    """Raw window (original units) -> forecast (original units): scaling, model, unscaling in one graph."""
+
+    def __init__(self, model: keras.Model, scaler: Scaler, window: int, num_features: int):
+        super().__init__()
+        self.model = model
+        self.mean = tf.constant(scaler.mean)
+        self.scale = tf.constant(scaler.scale)
+        self.serve = tf.function(self._serve, input_signature=[
+            tf.TensorSpec([None, window, num_features], tf.float32, name="window")])
+
+    def _serve(self, window: tf.Tensor) -> dict[str, tf.Tensor]:
+        scaled = (window - self.mean) / self.scale
+        forecast = self.model(scaled, training=False) * self.scale[0] + self.mean[0]
+        return {"forecast": forecast}
+
+
+def write_forecaster_export(path: Path, *, model: keras.Model, scaler: Scaler, config: PipelineConfig,
+                            series: TimeSeries, metrics: dict, history: list[dict], work_dir: Path,
+                            plots: dict[str, callable]) -> None:
+    """Write the SavedModel and everything a user needs beside it into `path`."""
+    windows: WindowConfig = config.preprocessing
+    serving = ForecasterServing(model, scaler, windows.window, series.num_features)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serve", serving.serve)
+    archive.write_out(str(path), verbose=False)
+    model.save(path / "model.keras")
+    (path / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    frequency = pd.infer_freq(series.times) if series.times is not None and len(series.times) >= 3 else None
+    reporting.write_json({
+        "features": series.feature_names, "target": series.target_name, "window": windows.window,
+        "horizon": windows.horizon, "time_column": config.data.time_column or ("time" if series.times is not None else ""),
+        "frequency": frequency, "scaler_mean": scaler.mean.tolist(), "scaler_scale": scaler.scale.tolist(),
+    }, path / FEATURES_FILE)
+    reporting.write_json(metrics, path / "metrics.json")
+    for name, plot in plots.items():
+        plot(path / name)
+    if history:
+        reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
+    for name in ("history.csv", "tensorboard"):
+        source = work_dir / name
+        if source.is_dir():
+            shutil.copytree(source, path / name)
+        elif source.exists():
+            shutil.copy(source, path / name)
+
+
+# === Running the pipeline ===
+
+def _metrics_table(results: dict[str, dict]) -> str:
+    lines = [f"{'forecaster':16s} {'MAE':>10s} {'RMSE':>10s} {'MASE':>7s} {'sMAPE %':>8s}"]
+    for name, r in results.items():
+        lines.append(f"{name:16s} {r['mae']:10.4g} {r['rmse']:10.4g} {r['mase']:7.3f} {r['smape']:8.3f}")
+    return "\n".join(lines)
+
+
+def run_forecast(config: PipelineConfig) -> RunResult:
+    """Train, evaluate (against naive, seasonal naive and Holt-Winters) and export a forecaster."""
+    series = load_time_series(config.data)
+    windows: WindowConfig = config.preprocessing
+    if windows.season_length >= series.train_end // 2:
+        raise ConfigError(f"preprocessing.season_length={windows.season_length} needs two full seasons in the "
+                          f"training split ({series.train_end} steps); use a shorter season or more data")
+    scaler = Scaler.fit(series.values[:series.train_end])  # training rows only: no peeking ahead
+    scaled = scaler.transform(series.values)
+    origins = {split: split_origins(series, split, windows) for split in ("train", "validation", "test")}
+    if origins["test"][0] < windows.season_length:
+        raise ConfigError(f"the test split starts {origins['test'][0]} steps in, less than one season "
+                          f"({windows.season_length}); the seasonal baselines need that much history")
+
+    strategy = make_strategy(config.training.strategy)
+    batch_size = config.training.batch_size * strategy.num_replicas_in_sync
+    train_ds = make_window_dataset(scaled, origins["train"], windows, batch_size=batch_size, shuffle=True,
+                                   seed=config.training.seed, stride=windows.stride)
+    val_ds = make_window_dataset(scaled, origins["validation"], windows, batch_size=batch_size)
+    model_config = _resolved_model_config(config, series.num_features)
+
+    export_root = Path(config.export.dir) / config.name
+    work_dir = export_root / ".work" / config.fingerprint()
+    started = time.perf_counter()
+    model, history = train_model(lambda: build_rnn_forecaster(model_config), loss=model_config.loss, metrics=["mae"],
+                                 train_data=train_ds, validation_data=val_ds, config=config.training,
+                                 work_dir=work_dir, strategy=strategy)
+    train_seconds = time.perf_counter() - started
+
+    # === Test: the model and every baseline on the same origins, in original units ===
+    test = origins["test"]
+    inputs, truth_scaled = window_arrays(scaled, test, windows)
+    truth = scaler.inverse_target(truth_scaled)
+    forecasts = {"model": scaler.inverse_target(model.predict(inputs, batch_size=256, verbose=0))}
+    target = series.target.astype(np.float64)
+    forecasts["naive"] = baselines.naive(target, test, windows.horizon)
+    forecasts["seasonal_naive"] = baselines.seasonal_naive(target, test, windows.horizon, windows.season_length)
+    forecasts["holt_winters"], hw_params = baselines.holt_winters(
+        target, series.train_end, test, windows.horizon, windows.season_length)
+    scale = mase_scale(target[:series.train_end], windows.season_length)
+    results = {name: forecast_errors(truth, values, scale) for name, values in forecasts.items()}
+    log.info("Test errors over %d windows (horizon %d, %s):\n%s", len(test), windows.horizon, series.target_name,
+             _metrics_table(results))
+
+    metrics = {
+        "pipeline": config.name,
+        "data": {"source": config.data.describe(), "features": series.feature_names, **series.split_sizes(),
+                 "test_windows": int(len(test))},
+        "test": results,
+        "model_vs_seasonal_naive_mae": results["model"]["mae"] / results["seasonal_naive"]["mae"],
+        "model_vs_holt_winters_mae": results["model"]["mae"] / results["holt_winters"]["mae"],
+        "holt_winters_params": hw_params,
+        "mase_scale": scale,
+        "epochs_trained": len(history),
+        "train_seconds_this_run": round(train_seconds, 2),
+        "epoch_seconds": [round(h.get("epoch_seconds", float("nan")), 2) for h in history],
+        "history": history,
+    }
+
+    def x_axis(index: np.ndarray):
+        return series.times[index] if series.times is not None else index
+
+    def plot_examples(path: Path) -> None:
+        examples = []
+        for position in (0, len(test) // 2, len(test) - 1):
+            t = int(test[position])
+            past = np.arange(max(0, t - min(windows.window, 3 * windows.horizon)), t)
+            future = np.arange(t, t + windows.horizon)
+            examples.append({"history_x": x_axis(past), "history": target[past], "future_x": x_axis(future),
+                             "truth": truth[position], "title": f"test origin {x_axis(np.array([t]))[0]}",
+                             "forecasts": {name: values[position] for name, values in forecasts.items()}})
+        reporting.plot_forecasts(examples, path, title=f"{config.name}: {series.target_name}",
+                                 ylabel=series.target_name)
+
+    plots = {"forecast.png": plot_examples,
+             "error_by_horizon.png": lambda path: reporting.plot_error_by_horizon(
+                 {n: r["per_step"]["mae"] for n, r in results.items()}, path,
+                 title=f"{config.name}: test MAE by horizon step", ylabel=f"MAE ({series.target_name})")}
+    version_dir = export.write_version(export_root, lambda tmp: write_forecaster_export(
+        tmp, model=model, scaler=scaler, config=config, series=series, metrics=metrics, history=history,
+        work_dir=work_dir, plots=plots))
+    shutil.rmtree(work_dir, ignore_errors=True)
+    summary = (f"Test MAE {results['model']['mae']:.4g} ({series.target_name}): "
+               f"{metrics['model_vs_seasonal_naive_mae']:.3f}x seasonal naive, "
+               f"{metrics['model_vs_holt_winters_mae']:.3f}x Holt-Winters\n{_metrics_table(results)}\n"
+               f"Exported to {version_dir} (report: metrics.json, forecast.png, error_by_horizon.png)\n"
+               f"Try: kpipe forecast {version_dir} --input recent.csv")
+    return RunResult(version_dir, metrics, summary)
+
+
+# === Forecasting with an export ===
+
+@dataclasses.dataclass(frozen=True)
+class Forecast:
+    """The next `horizon` values of the target after the given window."""
+
+    target: str
+    values: np.ndarray                 # (horizon,)
+    times: pd.DatetimeIndex | None     # their timestamps, when the inputs had them
+
+
+def load_forecaster(model: str | Path, export_dir: str | Path = "saved_models"):
+    """Load an exported forecaster: (loaded SavedModel, its features.json as a dict)."""
+    path = export.resolve_model_dir(model, export_dir)
+    if not (path / FEATURES_FILE).is_file():
+        raise KpipeError(f"{path} is not a forecaster export (no {FEATURES_FILE}); `kpipe forecast` needs one")
+    return tf.saved_model.load(str(path)), json.loads((path / FEATURES_FILE).read_text(encoding="utf-8"))
+
+
+def forecast_table(model: str | Path, frame: pd.DataFrame, export_dir: str | Path = "saved_models",
+                   source: str = "input") -> Forecast:
+    """Forecast the next horizon after the last `window` rows of `frame`.
+
+    `frame` needs the export's feature columns (target first; see its features.json), in time order,
+    without missing values; with a time column, the forecast gets timestamps.
+
+    Raises:
+        DataError: missing columns, too few rows, missing values, unordered or duplicated times.
+    """
+    from kpipe.datasets.time_series import _check_times, _numeric
+
+    loaded, spec = load_forecaster(model, export_dir)
+    features, window = spec["features"], spec["window"]
+    missing = [c for c in features if c not in frame.columns]
+    if missing:
+        raise DataError(f"{source} lacks the column(s) {', '.join(missing)}; this model needs {len(features)} "
+                        f"feature column(s): {', '.join(features)}")
+    if len(frame) < window:
+        raise DataError(f"{source} has {len(frame)} rows but this model needs a window of {window} rows "
+                        f"(the most recent {window} values of {', '.join(features)})")
+    recent = frame.iloc[-window:]
+    values = _numeric(recent, features, source)
+    if values.isna().any().any():
+        column = values.columns[values.isna().any()][0]
+        raise DataError(f"{source} has missing values in '{column}' within the last {window} rows; fill them first")
+    times = None
+    time_column = spec.get("time_column") or ""
+    if time_column and time_column in frame.columns:
+        times = _check_times(frame[time_column], time_column, source)
+    output = loaded.serve(window=tf.constant(values.to_numpy(np.float32)[None]))["forecast"].numpy()[0]
+    future = None
+    if times is not None and spec.get("frequency"):
+        offset = pd.tseries.frequencies.to_offset(spec["frequency"])
+        future = pd.date_range(times[-1] + offset, periods=len(output), freq=offset)
+    return Forecast(spec["target"], output, future)
+
+
+def forecast_file(model: str | Path, path: str | Path, export_dir: str | Path = "saved_models") -> Forecast:
+    """`forecast_table` on a CSV/TSV/Parquet file."""
+    return forecast_table(model, files.read_table(path, missing_as_nan=True), export_dir, source=str(path))
+
+
+def _resolved_model_config(config: PipelineConfig, num_features: int = 1) -> RNNForecasterConfig:
+    windows: WindowConfig = config.preprocessing
+    return dataclasses.replace(config.model, window=windows.window, horizon=windows.horizon,
+                               num_features=num_features, season_length=windows.season_length)
+
+
+def check_forecast_config(config: PipelineConfig) -> None:
+    """Rules that span config sections."""
+    problem = _resolved_model_config(config).window_problem()
+    if problem:
+        problem = problem.replace("linear_steps", "model.linear_steps").replace("add_baseline", "model.add_baseline")
+        for name in ("window", "horizon", "season_length"):
+            problem = problem.replace(f" {name}=", f" preprocessing.{name}=").replace(f"<= {name}", f"<= {name}")
+        raise ConfigError(problem)
+    data: TimeSeriesDataConfig = config.data
+    if data.target_column and data.target_column in data.covariates:
+        raise ConfigError(f"data.target_column '{data.target_column}' is also listed in data.covariates; "
+                          "the target is always an input, so list only the other columns")
+
+
+TASK = TaskSpec(
+    name="forecast",
+    data=TimeSeriesDataConfig,
+    preprocessing=WindowConfig,
+    models={"rnn_forecaster": RNNForecasterConfig},
+    run=run_forecast,
+    check=check_forecast_config,
+)

@@ -1,0 +1,41 @@
+import keras
+import numpy as np
+import pytest
+
+from kpipe.models.rnn_forecaster import RNNForecasterConfig, build_rnn_forecaster
+
+
+def test_output_is_one_value_per_horizon_step():
+    config = RNNForecasterConfig(cell="gru", units=(8, 4), conv_filters=4, conv_stride=2, window=24, horizon=6,
+                                 num_features=3)
+    model = build_rnn_forecaster(config)
+    assert model.output_shape == (None, 6)
+    assert model(np.zeros((5, 24, 3), "float32")).shape == (5, 6)
+
+
+def test_seasonal_naive_path_is_exact_when_the_learned_parts_are_zero():
+    config = RNNForecasterConfig(units=(4,), window=10, horizon=3, season_length=4, add_baseline="seasonal_naive",
+                                 linear_steps=5)
+    model = build_rnn_forecaster(config)
+    for name in ("forecast", "linear_autoregression"):
+        layer = model.get_layer(name)
+        layer.set_weights([np.zeros_like(w) for w in layer.get_weights()])
+    window = np.random.default_rng(0).normal(size=(2, 10, 1)).astype("float32")
+    # y[t + j - 4] for j = 0, 1, 2, with t = 10: window steps 6, 7, 8
+    np.testing.assert_allclose(model(window).numpy(), window[:, 6:9, 0], rtol=1e-6)
+
+
+def test_window_too_short_for_the_paths_is_refused():
+    with pytest.raises(ValueError, match="linear_steps=20 is longer than window=10"):
+        build_rnn_forecaster(RNNForecasterConfig(window=10, horizon=2, linear_steps=20))
+    with pytest.raises(ValueError, match="needs horizon <= season_length <= window"):
+        build_rnn_forecaster(RNNForecasterConfig(window=10, horizon=2, season_length=12, add_baseline="seasonal_naive"))
+
+
+def test_keras_file_round_trip_keeps_the_baseline_layers(tmp_path):
+    model = build_rnn_forecaster(RNNForecasterConfig(units=(4,), window=8, horizon=2, season_length=4,
+                                                     add_baseline="naive", linear_steps=4))
+    model.save(tmp_path / "m.keras")
+    restored = keras.saving.load_model(tmp_path / "m.keras")
+    window = np.random.default_rng(1).normal(size=(3, 8, 1)).astype("float32")
+    np.testing.assert_allclose(restored(window).numpy(), model(window).numpy(), rtol=1e-6)

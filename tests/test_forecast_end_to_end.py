@@ -1,0 +1,98 @@
+"""electricity-lstm on the real taylor series, small and quick: report, export, plain-TF reload, CLI."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+from kpipe.cli import main
+
+pytestmark = pytest.mark.slow
+
+QUICK = ["--set", "preprocessing.window=96", "--set", "preprocessing.horizon=12", "--set",
+         "preprocessing.season_length=48", "--set", "training.epochs=1", "--set", "model.units=[8]",
+         "--set", "model.conv_filters=4"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("forecast")
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-lstm", *QUICK], cwd=folder,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "x seasonal naive" in run.stdout and "holt_winters" in run.stdout
+    return folder, folder / "saved_models" / "electricity-lstm" / "1"
+
+
+def test_report_has_every_forecaster_and_the_plots(exported):
+    _, export = exported
+    metrics = json.loads((export / "metrics.json").read_text())
+    assert set(metrics["test"]) == {"model", "naive", "seasonal_naive", "holt_winters"}
+    for result in metrics["test"].values():
+        assert {"mae", "rmse", "mase", "smape"} <= set(result) and len(result["per_step"]["mae"]) == 12
+    assert metrics["data"]["test_windows"] == 605 - 12 + 1
+    assert metrics["model_vs_seasonal_naive_mae"] == pytest.approx(
+        metrics["test"]["model"]["mae"] / metrics["test"]["seasonal_naive"]["mae"])
+    for name in ("forecast.png", "error_by_horizon.png", "training_curves.png", "features.json", "model.keras"):
+        assert (export / name).is_file()
+
+
+def test_savedmodel_takes_raw_units_and_matches_the_keras_model(exported):
+    import keras
+
+    import kpipe.models.rnn_forecaster  # noqa: F401  (registers TargetSlice for model.keras)
+    _, export = exported
+    spec = json.loads((export / "features.json").read_text())
+    from pmdarima.datasets import load_taylor
+
+    window = load_taylor()[-96:].astype("float32").reshape(1, 96, 1)
+    loaded = tf.saved_model.load(str(export))  # keep a reference: its variables die with it
+    served = loaded.serve(window=tf.constant(window))["forecast"].numpy()
+    mean, scale = np.array(spec["scaler_mean"]), np.array(spec["scaler_scale"])
+    keras_model = keras.saving.load_model(export / "model.keras")
+    by_hand = keras_model((window - mean) / scale).numpy() * scale[0] + mean[0]  # scaling done in NumPy
+    assert served.shape == (1, 12)
+    np.testing.assert_allclose(served, by_hand, rtol=1e-4)
+    assert 15000 < served.mean() < 50000  # megawatts, not standard scores
+
+
+def test_cli_forecast_prints_the_next_horizon_with_timestamps(exported, capsys, monkeypatch):
+    folder, export = exported
+    from pmdarima.datasets import load_taylor
+
+    recent = pd.DataFrame({"time": pd.date_range("2000-08-20", periods=200, freq="30min"),
+                           "demand_mw": load_taylor()[-200:]})
+    recent.to_csv(folder / "recent.csv", index=False)
+    monkeypatch.chdir(folder)
+    assert main(["forecast", "electricity-lstm", "--input", "recent.csv", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["target"] == "demand_mw" and len(out["forecast"]) == 12
+    last = recent["time"].iloc[-1]
+    assert out["times"][0] == (last + pd.Timedelta("30min")).isoformat()
+
+
+FORECAST_MISTAKES = {
+    "window too short": (lambda f: f.iloc[:50], "has 50 rows but this model needs a window of 96 rows"),
+    "missing value": (lambda f: f.assign(demand_mw=f["demand_mw"].where(f.index != 150)),
+                      "missing values in 'demand_mw' within the last 96 rows"),
+    "wrong features": (lambda f: f.rename(columns={"demand_mw": "load"}),
+                       "lacks the column(s) demand_mw; this model needs 1 feature column(s): demand_mw"),
+    "times out of order": (lambda f: f.iloc[::-1], "timestamps out of order at row 2"),
+}
+
+
+@pytest.mark.parametrize("case", FORECAST_MISTAKES)
+def test_cli_forecast_mistakes_are_one_line_exit_2(exported, capsys, monkeypatch, case):
+    folder, _ = exported
+    change, message = FORECAST_MISTAKES[case]
+    frame = pd.DataFrame({"time": pd.date_range("2000-08-20", periods=200, freq="30min"),
+                          "demand_mw": np.linspace(20000, 30000, 200)})
+    change(frame).to_csv(folder / "bad.csv", index=False)
+    monkeypatch.chdir(folder)
+    assert main(["forecast", "electricity-lstm", "--input", "bad.csv"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kpipe: error: ") and message in err[0], err
