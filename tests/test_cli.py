@@ -34,6 +34,11 @@ def bad_inputs(tmp_path):
     (tmp_path / "one_class.csv").write_text("text,label\n" + "".join(f"text {i},pos\n" for i in range(20)))
     (tmp_path / "latin1.csv").write_bytes("text,label\ncaf\xe9,1\nok,0\n".encode("latin-1"))
     (tmp_path / "latin1.txt").write_bytes("fine\ncaf\xe9\n".encode("latin-1"))
+    times = [f"2024-01-{d:02d}" for d in range(1, 31)]
+    (tmp_path / "gappy.csv").write_text("time,y\n" + "".join(
+        f"{t},{'' if i == 7 else i}\n" for i, t in enumerate(times)))
+    (tmp_path / "unsorted.csv").write_text("time,y\n" + "".join(
+        f"{t},{i}\n" for i, t in enumerate(times[:3][::-1] + times[3:])))
     return tmp_path
 
 
@@ -55,6 +60,18 @@ CASES = {
         "model.frozen_epochs=2 leaves no epoch for fine-tuning with training.epochs=2"),
     "two-phase without vectors": (["run", "sentiment-bilstm", "--set", 'model.embedding_training="two_phase"'],
                                   "model.pretrained_embeddings is empty"),
+    "series with a gap and no fill rule": (
+        ["run", "weather-gru", "--data", "gappy.csv", "--set", 'data.time_column="time"', "--set",
+         'data.target_column="y"', "--set", "data.covariates=[]"],
+        "1 missing value(s) (y: 1; first in 'y' at row 8); set data.fill"),
+    "series out of time order": (
+        ["run", "weather-gru", "--data", "unsorted.csv", "--set", 'data.time_column="time"', "--set",
+         'data.target_column="y"', "--set", "data.covariates=[]"],
+        "timestamps out of order at row 2"),
+    "forecast window too short for the linear path": (
+        ["run", "electricity-lstm", "--set", "model.linear_steps=400"],
+        "model.linear_steps=400 is longer than preprocessing.window=336"),
+    "neighbors with k 0": (["neighbors", "frog", "-k", "0"], "k must be ≥ 1. Received: k=0"),
     "predict missing model": (["predict", "saved_models/nope/1", "hello"], "no exported model at 'saved_models/nope/1'"),
     "predict non-UTF-8 file": (["predict", "m", "--file", "latin1.txt"], "latin1.txt is not valid UTF-8 (line 2"),
 }

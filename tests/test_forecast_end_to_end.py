@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 QUICK = ["--set", "preprocessing.window=96", "--set", "preprocessing.horizon=12", "--set",
          "preprocessing.season_length=48", "--set", "training.epochs=1", "--set", "model.units=[8]",
-         "--set", "model.conv_filters=4"]
+         "--set", "model.conv_filters=4", "--set", "model.linear_steps=96"]
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def exported(tmp_path_factory):
 def test_report_has_every_forecaster_and_the_plots(exported):
     _, export = exported
     metrics = json.loads((export / "metrics.json").read_text())
-    assert set(metrics["test"]) == {"model", "naive", "seasonal_naive", "holt_winters"}
+    assert set(metrics["test"]) == {"model", "model_without_rnn", "naive", "seasonal_naive", "holt_winters"}
     for result in metrics["test"].values():
         assert {"mae", "rmse", "mase", "smape"} <= set(result) and len(result["per_step"]["mae"]) == 12
     assert metrics["data"]["test_windows"] == 605 - 12 + 1

@@ -34,6 +34,10 @@ class RNNForecasterConfig:
             It can represent weighted seasonal averages and level shifts exactly, which the
             recurrent path learns only roughly from little data. 0 = off.
         loss: the training objective on scaled values: "mse", "mae" (what the report ranks by) or "huber".
+        linear_ridge: the L2 penalty of the ridge regression that sets the linear path (`fit_linear_path`,
+            on the training windows, before the recurrent path is trained). The linear path is not
+            trained by gradient descent, which is slow and noisy on strongly correlated neighbouring
+            steps, where the closed form is exact.
         window: input steps (set by kpipe from `preprocessing.window`).
         horizon: output steps (set by kpipe from `preprocessing.horizon`).
         num_features: input features, target included (set by kpipe from the data).
@@ -49,6 +53,7 @@ class RNNForecasterConfig:
     dropout: float = 0.0
     add_baseline: str = "none"
     linear_steps: int = 0
+    linear_ridge: float = 1.0
     loss: str = "mse"
     window: int = dataclasses.field(default=336, metadata=DERIVED)
     horizon: int = dataclasses.field(default=48, metadata=DERIVED)
@@ -69,6 +74,7 @@ class RNNForecasterConfig:
         check_choice("add_baseline", self.add_baseline, BASELINES)
         check_range("linear_steps", self.linear_steps, low=0)
         check_choice("loss", self.loss, LOSSES)
+        check_range("linear_ridge", self.linear_ridge, low=0.0)
         for name in ("window", "horizon", "num_features", "season_length"):
             check_range(name, getattr(self, name), low=1)
 
@@ -134,13 +140,19 @@ def build_rnn_forecaster(config: RNNForecasterConfig) -> keras.Model:
     # === Direct multi-horizon head (float32 even under mixed precision) ===
     if config.dropout:
         x = keras.layers.Dropout(config.dropout, name="head_dropout")(x)
-    correction = keras.layers.Dense(config.horizon, dtype="float32", name="forecast")(x)
+    # With a baseline or linear path the recurrent path learns a correction, and starts at zero so
+    # that training begins from the baseline's (or the least-squares fit's) forecast, not from noise.
+    residual = config.add_baseline != "none" or config.linear_steps > 0
+    correction = keras.layers.Dense(config.horizon, kernel_initializer="zeros" if residual else "glorot_uniform",
+                                    dtype="float32", name="forecast")(x)
 
     # === Optional linear autoregressive path on the recent target values ===
     if config.linear_steps:
         recent = TargetSlice(config.window - config.linear_steps, config.window, config.linear_steps,
                              name="recent_target")(inputs)
-        linear = keras.layers.Dense(config.horizon, kernel_initializer="zeros", dtype="float32",
+        # Not trained by gradient descent: `fit_linear_path` sets it to the least-squares optimum, which
+        # Adam's per-weight steps would only scramble (neighbouring steps are highly correlated).
+        linear = keras.layers.Dense(config.horizon, kernel_initializer="zeros", dtype="float32", trainable=False,
                                     name="linear_autoregression")(recent)
         correction = keras.layers.Add(name="recurrent_plus_linear", dtype="float32")([correction, linear])
     if config.add_baseline == "none":
@@ -155,3 +167,28 @@ def build_rnn_forecaster(config: RNNForecasterConfig) -> keras.Model:
     baseline = TargetSlice(start, stop, config.horizon, name=config.add_baseline)(inputs)
     forecast = keras.layers.Add(name="forecast_plus_baseline", dtype="float32")([baseline, correction])
     return keras.Model(inputs, forecast, name="rnn_forecaster")
+
+
+def fit_linear_path(model: keras.Model, config: RNNForecasterConfig, inputs, targets) -> None:
+    """Set the linear path to the ridge-regression fit of `targets` minus the baseline.
+
+    Args:
+        model: from `build_rnn_forecaster(config)` with `config.linear_steps > 0`.
+        inputs: scaled training windows (n, window, features); feature 0 is the target.
+        targets: their scaled targets (n, horizon).
+    """
+    import numpy as np
+
+    inputs, targets = np.asarray(inputs, np.float64), np.asarray(targets, np.float64)
+    if config.add_baseline == "naive":
+        targets = targets - inputs[:, -1:, 0]
+    elif config.add_baseline == "seasonal_naive":
+        start = config.window - config.season_length
+        targets = targets - inputs[:, start:start + config.horizon, 0]
+    recent = inputs[:, config.window - config.linear_steps:, 0]
+    design = np.concatenate([recent, np.ones((len(recent), 1))], axis=1)
+    penalty = config.linear_ridge * np.eye(design.shape[1])
+    penalty[-1, -1] = 0.0  # the bias is not shrunk
+    solution = np.linalg.solve(design.T @ design + penalty, design.T @ targets)
+    model.get_layer("linear_autoregression").set_weights([solution[:-1].astype("float32"),
+                                                          solution[-1].astype("float32")])

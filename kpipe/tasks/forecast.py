@@ -25,7 +25,7 @@ from kpipe.datasets.time_series import TimeSeries, TimeSeriesDataConfig, load_ti
 from kpipe.errors import ConfigError, DataError, KpipeError
 from kpipe.forecasting import baselines
 from kpipe.forecasting.metrics import forecast_errors, mase_scale
-from kpipe.models.rnn_forecaster import RNNForecasterConfig, build_rnn_forecaster
+from kpipe.models.rnn_forecaster import RNNForecasterConfig, build_rnn_forecaster, fit_linear_path
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.windows import (Scaler, WindowConfig, make_window_dataset, split_origins,
                                          window_arrays)
@@ -95,6 +95,16 @@ def _metrics_table(results: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def _without_recurrent_path(model: keras.Model, inputs: np.ndarray) -> np.ndarray:
+    head = model.get_layer("forecast")
+    weights = head.get_weights()
+    head.set_weights([np.zeros_like(w) for w in weights])
+    try:
+        return model.predict(inputs, batch_size=256, verbose=0)
+    finally:
+        head.set_weights(weights)
+
+
 def run_forecast(config: PipelineConfig) -> RunResult:
     """Train, evaluate (against naive, seasonal naive and Holt-Winters) and export a forecaster."""
     series = load_time_series(config.data)
@@ -119,7 +129,13 @@ def run_forecast(config: PipelineConfig) -> RunResult:
     export_root = Path(config.export.dir) / config.name
     work_dir = export_root / ".work" / config.fingerprint()
     started = time.perf_counter()
-    model, history = train_model(lambda: build_rnn_forecaster(model_config), loss=model_config.loss, metrics=["mae"],
+    def build() -> keras.Model:
+        model = build_rnn_forecaster(model_config)
+        if model_config.linear_steps:  # closed-form start for the linear path (BackupAndRestore overrides it)
+            fit_linear_path(model, model_config, *window_arrays(scaled, origins["train"], windows))
+        return model
+
+    model, history = train_model(build, loss=model_config.loss, metrics=["mae"],
                                  train_data=train_ds, validation_data=val_ds, config=config.training,
                                  work_dir=work_dir, strategy=strategy)
     train_seconds = time.perf_counter() - started
@@ -129,6 +145,10 @@ def run_forecast(config: PipelineConfig) -> RunResult:
     inputs, truth_scaled = window_arrays(scaled, test, windows)
     truth = scaler.inverse_target(truth_scaled)
     forecasts = {"model": scaler.inverse_target(model.predict(inputs, batch_size=256, verbose=0))}
+    if model_config.add_baseline != "none" or model_config.linear_steps:
+        # Ablation: the same model with its recurrent correction zeroed, so the report shows what the
+        # RNN adds over the baseline/linear paths.
+        forecasts["model_without_rnn"] = scaler.inverse_target(_without_recurrent_path(model, inputs))
     target = series.target.astype(np.float64)
     forecasts["naive"] = baselines.naive(target, test, windows.horizon)
     forecasts["seasonal_naive"] = baselines.seasonal_naive(target, test, windows.horizon, windows.season_length)
@@ -165,7 +185,8 @@ def run_forecast(config: PipelineConfig) -> RunResult:
             future = np.arange(t, t + windows.horizon)
             examples.append({"history_x": x_axis(past), "history": target[past], "future_x": x_axis(future),
                              "truth": truth[position], "title": f"test origin {x_axis(np.array([t]))[0]}",
-                             "forecasts": {name: values[position] for name, values in forecasts.items()}})
+                             "forecasts": {name: values[position] for name, values in forecasts.items()
+                                           if name != "model_without_rnn"}})
         reporting.plot_forecasts(examples, path, title=f"{config.name}: {series.target_name}",
                                  ylabel=series.target_name)
 

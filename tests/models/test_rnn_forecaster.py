@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from kpipe.models.rnn_forecaster import RNNForecasterConfig, build_rnn_forecaster
+from kpipe.models.rnn_forecaster import RNNForecasterConfig, build_rnn_forecaster, fit_linear_path
 
 
 def test_output_is_one_value_per_horizon_step():
@@ -39,3 +39,23 @@ def test_keras_file_round_trip_keeps_the_baseline_layers(tmp_path):
     restored = keras.saving.load_model(tmp_path / "m.keras")
     window = np.random.default_rng(1).normal(size=(3, 8, 1)).astype("float32")
     np.testing.assert_allclose(restored(window).numpy(), model(window).numpy(), rtol=1e-6)
+
+
+def test_linear_path_is_the_least_squares_fit_over_the_baseline():
+    rng = np.random.default_rng(0)
+    config = RNNForecasterConfig(units=(4,), window=12, horizon=3, season_length=6, add_baseline="seasonal_naive",
+                                 linear_steps=5, linear_ridge=0.0, num_features=2)
+    inputs = rng.normal(size=(200, 12, 2)).astype("float32")
+    targets = rng.normal(size=(200, 3))
+    model = build_rnn_forecaster(config)
+    fit_linear_path(model, config, inputs, targets)
+    # Independent reference: NumPy's least squares of (targets - baseline) on [recent 5 steps, 1].
+    baseline = inputs[:, 6:9, 0]
+    design = np.concatenate([inputs[:, 7:, 0], np.ones((200, 1))], axis=1)
+    solution = np.linalg.lstsq(design, targets - baseline, rcond=None)[0]
+    kernel, bias = model.get_layer("linear_autoregression").get_weights()
+    np.testing.assert_allclose(kernel, solution[:-1], atol=1e-5)
+    np.testing.assert_allclose(bias, solution[-1], atol=1e-5)
+    assert not model.get_layer("linear_autoregression").trainable
+    # The recurrent correction starts at zero, so the untrained model is baseline + linear fit.
+    np.testing.assert_allclose(model(inputs).numpy(), baseline + design @ solution, atol=1e-4)
