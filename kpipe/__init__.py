@@ -3,7 +3,7 @@
 The public API, imported lazily so that `kpipe --help` and config errors do not wait for
 TensorFlow to load:
 
-    from kpipe import load_pipeline, run_pipeline, predict_texts, build_rnn_classifier
+    from kpipe import load_pipeline, run_pipeline, predict_texts, build_rnn_classifier, build_rnn_forecaster
 """
 
 import importlib
@@ -22,7 +22,17 @@ _EXPORTS = {
     "make_text_dataset": "kpipe.preprocessing.text",
     "TextClassificationDataConfig": "kpipe.datasets.text_classification",
     "load_text_classification": "kpipe.datasets.text_classification",
+    "forecast_table": "kpipe.tasks.forecast",
+    "forecast_file": "kpipe.tasks.forecast",
+    "RNNForecasterConfig": "kpipe.models.rnn_forecaster",
+    "build_rnn_forecaster": "kpipe.models.rnn_forecaster",
+    "WindowConfig": "kpipe.preprocessing.windows",
+    "make_window_dataset": "kpipe.preprocessing.windows",
+    "TimeSeriesDataConfig": "kpipe.datasets.time_series",
+    "load_time_series": "kpipe.datasets.time_series",
+    "load_word_vectors": "kpipe.embeddings",
     "TrainingConfig": "kpipe.training",
+    "FineTuneSchedule": "kpipe.training",
     "KpipeError": "kpipe.errors",
 }
 

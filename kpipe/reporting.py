@@ -115,6 +115,9 @@ def plot_error_by_horizon(per_step_mae: dict[str, list[float]], path: Path, *, t
         ax.plot(np.arange(1, len(values) + 1), values, lw=1.6, label=name)
     ax.set_xlabel("horizon step")
     ax.set_ylabel(ylabel)
+    values = [v for series in per_step_mae.values() for v in series if v > 0]
+    if values and max(values) > 20 * min(values):  # e.g. naive on a daily cycle: keep the others readable
+        ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title(title)
