@@ -1,5 +1,5 @@
 """The glue per task. Each task module declares a `TaskSpec`; this dict is the one registry."""
 
-from kpipe.tasks import classify, forecast
+from kpipe.tasks import classify, forecast, generate
 
-TASKS = {spec.name: spec for spec in (classify.TASK, forecast.TASK)}
+TASKS = {spec.name: spec for spec in (classify.TASK, forecast.TASK, generate.TASK)}

@@ -1,0 +1,214 @@
+"""Character-level name generator: char embedding → stacked LSTM/GRU → Dense over characters,
+optionally conditioned on a category (country), plus a batched in-graph sampler.
+
+Token ids: 0 padding, 1 start, 2 end, 3 unknown character, then the characters of the vocabulary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from kpipe.config import DERIVED, check_choice, check_range
+
+CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
+CONDITIONING = ("none", "initial_state", "every_step")
+PAD, START, END, UNKNOWN = 0, 1, 2, 3
+SPECIAL_TOKENS = 4
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CharGeneratorConfig:
+    """Hyperparameters of `build_char_generator`.
+
+    Args:
+        family: always "char_rnn".
+        embedding_dim: size of the character embedding.
+        cell: "lstm" or "gru".
+        units: units of each stacked recurrent layer, bottom first.
+        dropout: dropout on the recurrent layers' inputs and before the output layer.
+        conditioning: how the category enters: "initial_state" (its embedding, through a Dense layer,
+            is the first layer's initial state), "every_step" (its embedding joins every character's)
+            or "none".
+        category_dim: size of the category embedding.
+        vocabulary_size: token ids, special tokens included (set by kpipe from the training names).
+        num_categories: number of categories (set by kpipe from the data; 1 when there are none).
+    """
+
+    family: str = "char_rnn"
+    embedding_dim: int = 32
+    cell: str = "lstm"
+    units: tuple[int, ...] = (128,)
+    dropout: float = 0.0
+    conditioning: str = "initial_state"
+    category_dim: int = 16
+    vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
+    num_categories: int = dataclasses.field(default=1, metadata=DERIVED)
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("char_rnn",))
+        check_range("embedding_dim", self.embedding_dim, low=1)
+        check_choice("cell", self.cell, CELLS)
+        if not self.units:
+            raise ValueError("`units` must list at least one layer size. Received: units=[]")
+        for size in self.units:
+            check_range("units", size, low=1)
+        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_choice("conditioning", self.conditioning, CONDITIONING)
+        check_range("category_dim", self.category_dim, low=1)
+        check_range("vocabulary_size", self.vocabulary_size, low=SPECIAL_TOKENS + 1)
+        check_range("num_categories", self.num_categories, low=1)
+
+
+def _initial_states(config: CharGeneratorConfig, category_vector, layer: int):
+    """The initial state(s) of recurrent layer `layer` from the category embedding (or None)."""
+    if config.conditioning != "initial_state" or layer != 0:
+        return None
+    units = config.units[0]
+    return [keras.layers.Dense(units, activation="tanh", name=f"category_to_{name}")(category_vector)
+            for name in (("h", "c") if config.cell == "lstm" else ("h",))]
+
+
+def build_char_generator(config: CharGeneratorConfig) -> keras.Model:
+    """Build the training model: (char ids (batch, time), category id (batch,)) → next-char logits.
+
+    Inputs are [START, c1, ..., cn] (right-padded with 0), targets [c1, ..., cn, END]; padding is
+    masked, so the loss is the mean negative log-likelihood per predicted character.
+
+    Example:
+        >>> model = build_char_generator(CharGeneratorConfig(vocabulary_size=40, num_categories=5))
+        >>> model.output_shape
+        (None, None, 40)
+    """
+    chars = keras.Input(shape=(None,), dtype="int32", name="chars")
+    category = keras.Input(shape=(), dtype="int32", name="category")
+
+    # === Embeddings (id 0 is padding: masked through the recurrent layers and the loss) ===
+    x = keras.layers.Embedding(config.vocabulary_size, config.embedding_dim, mask_zero=True,
+                               name="char_embedding")(chars)
+    category_vector = None
+    if config.conditioning != "none":
+        category_vector = keras.layers.Embedding(config.num_categories, config.category_dim,
+                                                 name="category_embedding")(category)
+    if config.conditioning == "every_step":
+        x = JoinEveryStep(name="join_category")([x, category_vector])
+
+    # === Recurrent stack (all layers return sequences: one prediction per position) ===
+    for i, units in enumerate(config.units):
+        layer = CELLS[config.cell](units, return_sequences=True, dropout=config.dropout, name=f"{config.cell}_{i}")
+        x = layer(x, initial_state=_initial_states(config, category_vector, i))
+
+    # === Next-character logits ===
+    if config.dropout:
+        x = keras.layers.Dropout(config.dropout, name="head_dropout")(x)
+    logits = keras.layers.Dense(config.vocabulary_size, dtype="float32", name="next_char")(x)
+    return keras.Model([chars, category], logits, name="char_generator")
+
+
+@keras.saving.register_keras_serializable(package="kpipe")
+class JoinEveryStep(keras.layers.Layer):
+    """Concatenate a (batch, d) vector to every step of a (batch, time, e) sequence; keeps the mask."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        sequence, vector = inputs
+        steps = keras.ops.shape(sequence)[1]
+        tiled = keras.ops.repeat(keras.ops.expand_dims(vector, 1), steps, axis=1)
+        return keras.ops.concatenate([sequence, keras.ops.cast(tiled, sequence.dtype)], axis=-1)
+
+    def compute_mask(self, inputs, mask=None):
+        return mask[0] if isinstance(mask, (list, tuple)) else mask
+
+    def compute_output_shape(self, input_shapes):
+        sequence, vector = input_shapes
+        return (*sequence[:2], sequence[2] + vector[-1])
+
+
+# === Sampling ===
+
+class CharSampler(tf.Module):
+    """Samples `count` names at once in one graph: the trained layers run one step at a time on
+    their recurrent cells, in a `tf.while_loop` that stops when every name has ended or at `max_length`.
+    """
+
+    def __init__(self, model: keras.Model, config: CharGeneratorConfig, max_length: int):
+        super().__init__()
+        self.config = config
+        self.max_length = max_length
+        self.char_embedding = model.get_layer("char_embedding")
+        self.category_embedding = (model.get_layer("category_embedding") if config.conditioning != "none" else None)
+        self.cells = [model.get_layer(f"{config.cell}_{i}").cell for i in range(len(config.units))]
+        self.state_layers = ([model.get_layer(f"category_to_{n}") for n in (("h", "c") if config.cell == "lstm" else ("h",))]
+                             if config.conditioning == "initial_state" else [])
+        self.head = model.get_layer("next_char")
+
+    def _start_states(self, category_ids):
+        batch = tf.shape(category_ids)[0]
+        states = []
+        for i, units in enumerate(self.config.units):
+            if i == 0 and self.state_layers:
+                vector = self.category_embedding(category_ids)
+                layer_states = [layer(vector) for layer in self.state_layers]
+            else:
+                zeros = tf.zeros([batch, units])
+                layer_states = [zeros, zeros] if self.config.cell == "lstm" else [zeros]
+            states.append(layer_states)
+        return states
+
+    def _step(self, char_ids, category_ids, states):
+        x = tf.gather(self.char_embedding.embeddings, char_ids)  # the table itself: no padding mask here
+        if self.config.conditioning == "every_step":
+            x = tf.concat([x, tf.cast(self.category_embedding(category_ids), x.dtype)], axis=-1)
+        new_states = []
+        for cell, layer_states in zip(self.cells, states):
+            x, layer_new = cell(x, layer_states, training=False)
+            new_states.append(list(layer_new) if isinstance(layer_new, (list, tuple)) else [layer_new])
+        return self.head(x), new_states
+
+    def sample_ids(self, prefix_ids: tf.Tensor, category_id: tf.Tensor, count: tf.Tensor, temperature: tf.Tensor,
+                   top_k: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+        """(count, max_length) sampled ids after the prefix (END then PAD once a name is done)."""
+        category_ids = tf.fill([count], category_id)
+        states = self._start_states(category_ids)
+        # Feed START and the prefix (the same for every sample) to warm up the state.
+        feed = tf.concat([[START], prefix_ids], axis=0)
+        logits = None
+        for_prefix = tf.shape(feed)[0]
+
+        def prefix_body(i, states, logits):
+            ids = tf.fill([count], feed[i])
+            logits, states = self._step(ids, category_ids, states)
+            return i + 1, states, logits
+
+        _, states, logits = tf.while_loop(
+            lambda i, s, l: i < for_prefix, prefix_body,
+            (tf.constant(0), states, tf.zeros([count, self.config.vocabulary_size])))
+        steps = self.max_length - tf.shape(prefix_ids)[0]
+        output = tf.TensorArray(tf.int32, size=steps, element_shape=[None])
+        done = tf.zeros([count], tf.bool)
+        vocabulary = self.config.vocabulary_size
+        # Never sample padding, START or UNKNOWN.
+        banned = tf.constant([[True, True, False, True] + [False] * (vocabulary - SPECIAL_TOKENS)])
+
+        def body(t, states, logits, done, output):
+            scaled = tf.where(banned, tf.constant(-1e9, logits.dtype), logits / temperature)
+            k = tf.where(top_k > 0, tf.minimum(top_k, vocabulary), vocabulary)
+            kth = tf.math.top_k(scaled, k=k).values[:, -1:]
+            scaled = tf.where(scaled < kth, tf.constant(-1e9, scaled.dtype), scaled)
+            ids = tf.random.stateless_categorical(scaled, 1, seed=tf.stack([seed, t]), dtype=tf.int32)[:, 0]
+            ids = tf.where(done, PAD, ids)
+            output = output.write(t, ids)
+            done = done | tf.equal(ids, END)
+            logits, states = self._step(ids, category_ids, states)
+            return t + 1, states, logits, done, output
+
+        t, _, _, _, output = tf.while_loop(
+            lambda t, s, l, d, o: (t < steps) & ~tf.reduce_all(d), body,
+            (tf.constant(0), states, logits, done, output))
+        ids = tf.transpose(output.stack()[:t])
+        return tf.pad(ids, [[0, 0], [0, steps - t]])
