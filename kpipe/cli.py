@@ -25,6 +25,8 @@ examples:
   kpipe run imdb-bilstm --data ../shared/data/imdb/train.csv.gz
   kpipe predict sentiment-bilstm "@united thank you, great crew!" "delayed again..."
   kpipe predict saved_models/sentiment-bilstm/1 --file tweets.txt --json
+  kpipe run names-char
+  kpipe generate names-char --prefix Al --count 10 --temperature 0.8 --category italy
   kpipe run electricity-lstm
   kpipe forecast electricity-lstm --input recent.csv
   kpipe neighbors frog -k 5
@@ -157,6 +159,18 @@ def cmd_forecast(args) -> int:
     return 0
 
 
+def cmd_generate(args) -> int:
+    from kpipe.export import resolve_model_dir
+
+    model_dir = resolve_model_dir(args.model, args.export_dir)
+    from kpipe.tasks.generate import generate_names
+
+    names = generate_names(model_dir, prefix=args.prefix, count=args.count, temperature=args.temperature,
+                           category=args.category, top_k=args.top_k, seed=args.seed)
+    print(json.dumps(names, ensure_ascii=False) if args.json else "\n".join(names))
+    return 0
+
+
 def _word_vectors(args):
     from kpipe import embeddings
 
@@ -233,6 +247,22 @@ def build_parser() -> argparse.ArgumentParser:
     forecast.add_argument("--json", action="store_true", help="print one JSON object")
     forecast.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
     forecast.set_defaults(func=cmd_forecast)
+
+    generate = sub.add_parser("generate", help="sample names from an exported name generator",
+                              description="Sample new names, all in one batched call to the model.")
+    generate.add_argument("model", help="an export folder, a folder of versions, or a pipeline name")
+    generate.add_argument("--prefix", default="", help='names start with this, e.g. "Al"')
+    generate.add_argument("--count", type=int, default=10, help="how many names (default 10)")
+    generate.add_argument("--temperature", type=float, default=1.0,
+                          help="> 0; below 1 gives safer, more typical names, above 1 wilder ones (default 1.0)")
+    generate.add_argument("--category", default="", help="e.g. a country such as italy (see the export's "
+                                                         "generator.json for the known ones)")
+    generate.add_argument("--top-k", type=int, default=0, help="sample only among the k likeliest characters "
+                                                               "(0 = all)")
+    generate.add_argument("--seed", type=int, help="same seed, same names")
+    generate.add_argument("--json", action="store_true", help="print a JSON list")
+    generate.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
+    generate.set_defaults(func=cmd_generate)
 
     def add_vector_args(p):
         p.add_argument("--vectors", default="glove:6B.50d",

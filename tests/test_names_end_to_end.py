@@ -1,0 +1,75 @@
+"""names-char on a slice of the real names: report, plain-TF generate signature, CLI and its mistakes."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from kpipe.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("names")
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "names-char", "--set", "training.epochs=1",
+                          "--set", "data.limit=3000", "--set", "model.units=[32]", "--set",
+                          'data.categories=["italy", "japan", "germany"]'],
+                         cwd=folder, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "nats/char" in run.stdout and "vs bigram" in run.stdout
+    return folder, folder / "saved_models" / "names-char" / "1"
+
+
+def test_report_compares_with_the_bigram_and_counts_novelty(exported):
+    _, export = exported
+    metrics = json.loads((export / "metrics.json").read_text())
+    assert metrics["data"]["categories"] == ["germany", "italy", "japan"]
+    assert metrics["test_perplexity"] == pytest.approx(2.718281828 ** metrics["test_nll_per_char"])
+    assert metrics["nll_reduction_vs_bigram"] == pytest.approx(
+        1 - metrics["test_nll_per_char"] / metrics["bigram_nll_per_char"])
+    assert 0 <= metrics["novelty"] <= 1 and metrics["novelty_sample_size"] == 300
+    assert set(metrics["samples_temperature_0.8"]) == {"germany", "italy", "japan"}
+
+
+def test_plain_tensorflow_generate_signature(exported):
+    _, export = exported
+    loaded = tf.saved_model.load(str(export))
+    out = loaded.generate(prefix=tf.constant("Ma"), count=tf.constant(7), temperature=tf.constant(0.8),
+                          category=tf.constant("italy"), top_k=tf.constant(0), seed=tf.constant(1))
+    names = [n.decode("utf-8") for n in out["names"].numpy()]
+    assert len(names) == 7 and all(n.startswith("Ma") and len(n) <= 20 for n in names)
+
+
+def test_cli_generate(exported, capsys, monkeypatch):
+    folder, _ = exported
+    monkeypatch.chdir(folder)
+    assert main(["generate", "names-char", "--prefix", "Al", "--count", "5", "--category", "japan",
+                 "--seed", "3", "--json"]) == 0
+    names = json.loads(capsys.readouterr().out)
+    assert len(names) == 5 and all(n.startswith("Al") for n in names)
+    assert main(["generate", "names-char", "--prefix", "Al", "--count", "5", "--category", "japan",
+                 "--seed", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == names  # same seed, same names
+
+
+GENERATE_MISTAKES = {
+    "count 0": (["--count", "0"], "count must be > 0. Received: count=0"),
+    "temperature 0": (["--temperature", "0"], "temperature must be > 0. Received: temperature=0.0"),
+    "unknown category": (["--category", "itali"], "unknown category 'itali' (did you mean 'italy'?); "
+                                                  "known: germany, italy, japan"),
+    "unseen prefix characters": (["--prefix", "A☃✓"], "has character(s) this model never saw: '☃', '✓'"),
+}
+
+
+@pytest.mark.parametrize("case", GENERATE_MISTAKES)
+def test_cli_generate_mistakes_are_one_line_exit_2(exported, capsys, monkeypatch, case):
+    folder, _ = exported
+    monkeypatch.chdir(folder)
+    args, message = GENERATE_MISTAKES[case]
+    assert main(["generate", "names-char", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kpipe: error: ") and message in err[0], err
