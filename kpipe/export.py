@@ -73,3 +73,13 @@ def resolve_model_dir(model: str | Path, export_dir: str | Path = "saved_models"
     raise ModelNotFoundError(
         f"no exported model at '{model}' (nor under {Path(export_dir) / str(model)}); pass the folder of an "
         f"export such as saved_models/sentiment-bilstm/1, or train one first with `kpipe run PIPELINE`")
+
+
+def copy_run_logs(work_dir: Path, export_dir: Path) -> None:
+    """Copy a run's per-epoch history and TensorBoard logs from its work folder into its export."""
+    for name in ("history.csv", "tensorboard"):
+        source = work_dir / name
+        if source.is_dir():
+            shutil.copytree(source, export_dir / name)
+        elif source.exists():
+            shutil.copy(source, export_dir / name)

@@ -60,6 +60,12 @@ def plot_training_curves(history: list[dict[str, float]], path: Path, title: str
         ax.set_title(name)
         ax.grid(alpha=0.3)
         ax.legend()
+    return _save(fig, path, title)
+
+
+def _save(fig, path: Path, title: str = "") -> Path:
+    import matplotlib.pyplot as plt
+
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -94,12 +100,7 @@ def plot_forecasts(examples: list[dict], path: Path, *, title: str = "", ylabel:
         ax.grid(alpha=0.3)
         ax.set_title(example.get("title", ""), fontsize=10)
     axes[0, 0].legend(ncol=6, fontsize=8, loc="upper left")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path, title)
 
 
 def plot_error_by_horizon(per_step_mae: dict[str, list[float]], path: Path, *, title: str = "",
@@ -120,8 +121,4 @@ def plot_error_by_horizon(per_step_mae: dict[str, list[float]], path: Path, *, t
         ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend()
-    ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path, title)

@@ -82,12 +82,7 @@ def write_classifier_export(path: Path, *, model: keras.Model, vectorizer, confi
     reporting.write_json(metrics, path / "metrics.json")
     if history:
         reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
-    for name in ("history.csv", "tensorboard"):
-        source = work_dir / name
-        if source.is_dir():
-            shutil.copytree(source, path / name)
-        elif source.exists():
-            shutil.copy(source, path / name)
+    export.copy_run_logs(work_dir, path)
 
 
 # === Running the pipeline ===

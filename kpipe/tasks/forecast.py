@@ -78,12 +78,7 @@ def write_forecaster_export(path: Path, *, model: keras.Model, scaler: Scaler, c
         plot(path / name)
     if history:
         reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
-    for name in ("history.csv", "tensorboard"):
-        source = work_dir / name
-        if source.is_dir():
-            shutil.copytree(source, path / name)
-        elif source.exists():
-            shutil.copy(source, path / name)
+    export.copy_run_logs(work_dir, path)
 
 
 # === Running the pipeline ===

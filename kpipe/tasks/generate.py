@@ -21,14 +21,13 @@ import numpy as np
 import tensorflow as tf
 
 from kpipe import export, reporting
-from kpipe.config import did_you_mean
+from kpipe.config import check_range, did_you_mean
 from kpipe.datasets.names import NamesDataConfig, NameSplits, load_names
 from kpipe.errors import ConfigError, KpipeError
 from kpipe.models.char_bigram import CharBigram
 from kpipe.models.char_generator import (END, SPECIAL_TOKENS, START, UNKNOWN, CharGeneratorConfig, CharSampler,
                                          build_char_generator)
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
-from kpipe.config import check_range
 from kpipe.training import make_strategy, train_model
 
 log = logging.getLogger(__name__)
@@ -227,8 +226,7 @@ def run_generate(config: PipelineConfig) -> RunResult:
         reporting.write_json(metrics, path / "metrics.json")
         if history:
             reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
-        if (work_dir / "history.csv").exists():
-            shutil.copy(work_dir / "history.csv", path / "history.csv")
+        export.copy_run_logs(work_dir, path)
 
     version_dir = export.write_version(export_root, write)
     shutil.rmtree(work_dir, ignore_errors=True)
