@@ -19,7 +19,7 @@ import logging
 import unicodedata
 from pathlib import Path
 
-from kpipe.config import check_choice, check_range, did_you_mean
+from kpipe.config import check_choice, check_range, check_split_fractions, did_you_mean
 from kpipe.datasets import files
 from kpipe.datasets.embedded import package_dir
 from kpipe.errors import DataError
@@ -67,11 +67,7 @@ class NamesDataConfig:
     def __post_init__(self):
         check_choice("source", self.source, SOURCES)
         check_range("limit", self.limit, low=0)
-        check_range("validation_fraction", self.validation_fraction, low=0.0, high=1.0, low_inclusive=False)
-        check_range("test_fraction", self.test_fraction, low=0.0, high=1.0, low_inclusive=False)
-        if self.validation_fraction + self.test_fraction >= 1.0:
-            raise ValueError("`validation_fraction` + `test_fraction` must be < 1. Received: "
-                             f"{self.validation_fraction} + {self.test_fraction}")
+        check_split_fractions(self.validation_fraction, self.test_fraction)
         if self.source == "file" and not self.path:
             raise ValueError("`path` is required when source='file'")
 

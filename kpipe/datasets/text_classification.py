@@ -15,7 +15,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from kpipe.config import check_choice, check_range
+from kpipe.config import check_choice, check_range, check_split_fractions
 from kpipe.datasets import embedded, files, tfds_source
 from kpipe.datasets.splits import split_indices
 from kpipe.errors import DataError
@@ -62,11 +62,7 @@ class TextClassificationDataConfig:
     def __post_init__(self):
         check_choice("source", self.source, SOURCES)
         check_range("limit", self.limit, low=0)
-        check_range("validation_fraction", self.validation_fraction, low=0.0, high=1.0, high_inclusive=False)
-        check_range("test_fraction", self.test_fraction, low=0.0, high=1.0, high_inclusive=False)
-        if self.validation_fraction + self.test_fraction >= 1.0:
-            raise ValueError("`validation_fraction` + `test_fraction` must be < 1. Received: "
-                             f"{self.validation_fraction} + {self.test_fraction}")
+        check_split_fractions(self.validation_fraction, self.test_fraction, allow_zero=True)
         if self.source in ("embedded", "tfds") and not self.name:
             raise ValueError(f"`name` is required when source={self.source!r} "
                              f"(e.g. name='{'tweets-sentiment' if self.source == 'embedded' else 'imdb_reviews'}')")

@@ -17,7 +17,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from kpipe.config import check_choice, check_range, did_you_mean
+from kpipe.config import check_choice, check_split_fractions, did_you_mean
 from kpipe.datasets import files
 from kpipe.datasets.embedded import package_dir
 from kpipe.errors import DataError
@@ -61,11 +61,7 @@ class TimeSeriesDataConfig:
     def __post_init__(self):
         check_choice("source", self.source, SOURCES)
         check_choice("fill", self.fill, FILL_RULES)
-        check_range("validation_fraction", self.validation_fraction, low=0.0, high=1.0, low_inclusive=False)
-        check_range("test_fraction", self.test_fraction, low=0.0, high=1.0, low_inclusive=False)
-        if self.validation_fraction + self.test_fraction >= 1.0:
-            raise ValueError("`validation_fraction` + `test_fraction` must be < 1. Received: "
-                             f"{self.validation_fraction} + {self.test_fraction}")
+        check_split_fractions(self.validation_fraction, self.test_fraction)
         if self.source == "embedded" and not self.name:
             raise ValueError("`name` is required when source='embedded' (e.g. name='taylor')")
         if self.source == "file" and not self.path:

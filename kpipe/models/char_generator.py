@@ -11,7 +11,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from kpipe.config import DERIVED, check_choice, check_range
+from kpipe.config import DERIVED, check_choice, check_layer_sizes, check_range
 
 CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 CONDITIONING = ("none", "initial_state", "every_step")
@@ -51,10 +51,7 @@ class CharGeneratorConfig:
         check_choice("family", self.family, ("char_rnn",))
         check_range("embedding_dim", self.embedding_dim, low=1)
         check_choice("cell", self.cell, CELLS)
-        if not self.units:
-            raise ValueError("`units` must list at least one layer size. Received: units=[]")
-        for size in self.units:
-            check_range("units", size, low=1)
+        check_layer_sizes("units", self.units)
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_choice("conditioning", self.conditioning, CONDITIONING)
         check_range("category_dim", self.category_dim, low=1)

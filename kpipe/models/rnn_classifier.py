@@ -7,7 +7,7 @@ import logging
 
 import keras
 
-from kpipe.config import DERIVED, check_choice, check_range
+from kpipe.config import DERIVED, check_choice, check_layer_sizes, check_range
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +58,7 @@ class RNNClassifierConfig:
         check_choice("family", self.family, ("rnn_classifier",))
         check_range("embedding_dim", self.embedding_dim, low=1)
         check_choice("cell", self.cell, CELLS)
-        if not self.units:
-            raise ValueError("`units` must list at least one layer size. Received: units=[]")
-        for size in self.units:
-            check_range("units", size, low=1)
+        check_layer_sizes("units", self.units)
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_range("recurrent_dropout", self.recurrent_dropout, low=0.0, high=1.0, high_inclusive=False)
         check_choice("embedding_training", self.embedding_training, EMBEDDING_TRAINING)

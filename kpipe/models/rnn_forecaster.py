@@ -6,7 +6,7 @@ import dataclasses
 
 import keras
 
-from kpipe.config import DERIVED, check_choice, check_range
+from kpipe.config import DERIVED, check_choice, check_layer_sizes, check_range
 
 CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 BASELINES = ("none", "naive", "seasonal_naive")
@@ -63,10 +63,7 @@ class RNNForecasterConfig:
     def __post_init__(self):
         check_choice("family", self.family, ("rnn_forecaster",))
         check_choice("cell", self.cell, CELLS)
-        if not self.units:
-            raise ValueError("`units` must list at least one layer size. Received: units=[]")
-        for size in self.units:
-            check_range("units", size, low=1)
+        check_layer_sizes("units", self.units)
         check_range("conv_filters", self.conv_filters, low=0)
         check_range("conv_kernel", self.conv_kernel, low=1)
         check_range("conv_stride", self.conv_stride, low=1)
