@@ -60,3 +60,18 @@ def test_bigram_nll_by_hand():
     expected = -(math.log(p_start_4) + math.log(p_4_4) + math.log(p_4_end)) / 3
     assert bigram.nll_per_char([[1, 4, 4, 2]]) == pytest.approx(expected)
     assert bigram.choose_alpha([[1, 4, 2]]) == 0.001  # the validation names are all seen: least smoothing wins
+
+
+def test_model_nll_is_the_token_weighted_mean_over_unpadded_targets():
+    from kpipe.tasks.generate import nll_per_char
+
+    config = CharGeneratorConfig(units=(8,), conditioning="none", vocabulary_size=9)
+    model = build_char_generator(config)
+    inputs = np.array([[1, 5, 6, 0, 0], [1, 7, 5, 8, 6]], "int32")   # two names of 2 and 4 characters
+    targets = np.array([[5, 6, 2, 0, 0], [7, 5, 8, 6, 2]], "int32")
+    dataset = tf.data.Dataset.from_tensors(((inputs, np.zeros(2, "int32")), targets))
+    logits = model([inputs, np.zeros(2, "int32")]).numpy().astype(np.float64)
+    log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))   # NumPy log-softmax
+    picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
+    expected = -picked[targets != 0].mean()   # 8 predicted tokens, padding left out
+    assert nll_per_char(model, dataset) == pytest.approx(expected, rel=1e-5)
