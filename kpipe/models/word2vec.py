@@ -38,6 +38,7 @@ class Word2VecConfig:
         check_range("negatives", self.negatives, low=1)
 
 
+@keras.saving.register_keras_serializable(package="kpipe")
 def negative_sampling_loss(labels, scores):
     """Binary cross-entropy of each score, summed over the true context and its k noise words."""
     return keras.ops.sum(keras.ops.binary_crossentropy(labels, scores, from_logits=True), axis=-1)
