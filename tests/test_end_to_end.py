@@ -131,7 +131,7 @@ def test_imdb_glove_two_phase_schedule_runs_end_to_end(tmp_path):
     (tmp_path / "vectors.txt").write_text(
         "".join(f"{w} {' '.join(f'{x:.4f}' for x in rng.normal(size=4))}\n" for w in words))
     run = kpipe("run", "imdb-glove", "--data", "reviews.csv", "--set", "training.epochs=2",
-                "--set", "model.frozen_epochs=1", "--set", "model.fine_tune_learning_rate=0.01",
+                "--set", 'model.embedding_training="two_phase"', "--set", "model.frozen_epochs=1", "--set", "model.fine_tune_learning_rate=0.01",
                 "--set", 'model.pretrained_embeddings="vectors.txt"', "--set", "model.embedding_dim=4",
                 "--set", "model.units=[8]", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]

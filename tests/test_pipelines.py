@@ -13,7 +13,7 @@ def test_bundled_pipelines_are_registered_and_valid():
     assert entries["imdb-bilstm"].dataset == "tfds:imdb_reviews"
     assert all(e.description for e in entries.values())
     glove = load_pipeline("imdb-glove")
-    assert glove.model.pretrained_embeddings == "glove:6B.50d" and glove.model.embedding_training == "two_phase"
+    assert glove.model.pretrained_embeddings == "glove:6B.50d" and glove.model.embedding_training == "frozen"
 
 
 def test_overrides_pass_through_validation():
