@@ -31,7 +31,7 @@ def test_both_text_formats_hold_the_trained_target_table(exported):
     _, export = exported
     glove_format = load_word_vectors(str(export / "vectors.txt"))
     word2vec_format = load_word_vectors(str(export / "vectors.w2v.txt"))
-    table = keras.saving.load_model(export / "model.keras").get_layer("target").embeddings.numpy()
+    table = keras.saving.load_model(export / "model.keras").get_layer("word_vectors").embeddings.numpy()
     assert glove_format.words == word2vec_format.words and glove_format.words[0] == "the"
     np.testing.assert_allclose(glove_format.matrix, table, rtol=1e-3, atol=1e-5)
     np.testing.assert_allclose(word2vec_format.matrix, table, rtol=1e-4, atol=1e-6)
@@ -80,3 +80,14 @@ def test_bad_corpora_are_one_line_exit_2(case, tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
+
+
+def test_cbow_option_trains_and_exports(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "word2vec-bible", "--set", 'model.family="cbow"',
+                          "--set", "data.limit=2000", "--set", "training.epochs=1", "--set", "preprocessing.min_count=3",
+                          "--set", "model.embedding_dim=8"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    export = tmp_path / "saved_models" / "word2vec-bible" / "1"
+    vectors = load_word_vectors(str(export / "vectors.txt"))
+    assert 'family = "cbow"' in (export / "config.toml").read_text()
+    assert vectors.dim == 8 and len(vectors) == len((export / "metadata.tsv").read_text().splitlines()) - 1

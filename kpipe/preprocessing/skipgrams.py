@@ -1,11 +1,12 @@
-"""Skip-gram training examples for word2vec, vectorised in NumPy and served by tf.data.
+"""word2vec training examples (skip-gram pairs or CBOW windows), vectorised in NumPy, served by tf.data.
 
 Per epoch (as in Mikolov et al. 2013 and the original word2vec code):
   1. frequent words are subsampled: a token of relative frequency f is kept with probability
      (sqrt(f / t) + 1) * t / f (t = `subsample`; word2vec's and gensim's formula);
   2. each remaining token draws a window size b in [1, window]; every other token within b positions
      in the same line is one of its contexts: a (target, context) pair;
-  3. each pair gets `negatives` words drawn from the unigram distribution raised to 0.75.
+  3. each pair (CBOW: each target with its window of contexts) gets `negatives` words drawn from
+     the unigram distribution raised to 0.75.
 All of it is array arithmetic over the whole corpus, no Python loop per pair.
 """
 
@@ -111,8 +112,7 @@ def noise_distribution(counts: np.ndarray, power: float = 0.75) -> np.ndarray:
 
 def skipgram_pairs(corpus: Corpus, config: SkipGramConfig, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """One epoch's (targets, contexts): subsampled, random window sizes, within lines, shuffled."""
-    keep = rng.random(len(corpus.ids)) < keep_probabilities(corpus.counts, config.subsample)[corpus.ids]
-    ids, line_of = corpus.ids[keep], corpus.line_of[keep]
+    ids, line_of = _subsample(corpus, config, rng)
     reach = rng.integers(1, config.window + 1, size=len(ids))  # each target's window size b
     targets, contexts = [], []
     for distance in range(1, config.window + 1):
@@ -127,29 +127,59 @@ def skipgram_pairs(corpus: Corpus, config: SkipGramConfig, rng: np.random.Genera
     return targets[order], contexts[order]
 
 
-def make_skipgram_dataset(corpus: Corpus, config: SkipGramConfig, *, batch_size: int, seed: int) -> tf.data.Dataset:
-    """Batches of ((targets (b,), contexts (b,), negatives (b, k)), labels (b, 1 + k)), fresh each epoch.
+def _subsample(corpus: Corpus, config: SkipGramConfig, rng: np.random.Generator):
+    keep = rng.random(len(corpus.ids)) < keep_probabilities(corpus.counts, config.subsample)[corpus.ids]
+    return corpus.ids[keep], corpus.line_of[keep]
 
-    Labels are 1 for the true context (column 0) and 0 for the noise words.
+
+def cbow_windows(corpus: Corpus, config: SkipGramConfig, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One epoch's CBOW examples: (contexts (n, 2·window), targets (n,)), shuffled.
+
+    Context slots outside the target's random window or its line hold `len(corpus.words)` (padding);
+    targets with no context at all are dropped.
+    """
+    ids, line_of = _subsample(corpus, config, rng)
+    padding = len(corpus.words)
+    reach = rng.integers(1, config.window + 1, size=len(ids))
+    offsets = [o for o in range(-config.window, config.window + 1) if o != 0]
+    contexts = np.full((len(ids), len(offsets)), padding, np.int32)
+    positions = np.arange(len(ids))
+    for column, offset in enumerate(offsets):
+        other = positions + offset
+        valid = (other >= 0) & (other < len(ids)) & (reach >= abs(offset))
+        valid[valid] &= line_of[other[valid]] == line_of[valid]
+        contexts[valid, column] = ids[other[valid]]
+    has_context = (contexts != padding).any(axis=1)
+    order = rng.permutation(int(has_context.sum()))
+    return contexts[has_context][order], ids[has_context][order]
+
+
+def make_skipgram_dataset(corpus: Corpus, config: SkipGramConfig, *, batch_size: int, seed: int,
+                          cbow: bool = False) -> tf.data.Dataset:
+    """Batches of (inputs, labels (b, 1 + k)), fresh each epoch; labels are 1 for column 0, else 0.
+
+    Skip-gram inputs: (targets (b,), contexts (b,), negatives (b, k)).
+    CBOW inputs: (contexts (b, 2·window), targets (b,), negatives (b, k)).
     """
     noise = noise_distribution(corpus.counts)
     cumulative = np.cumsum(noise)
     epoch = [0]
+    k = config.negatives
 
     def batches() -> Iterator:
         rng = np.random.default_rng([seed, epoch[0]])
         epoch[0] += 1
-        targets, contexts = skipgram_pairs(corpus, config, rng)
-        negatives = np.searchsorted(cumulative, rng.random((len(targets), config.negatives))).astype(np.int32)
+        first, second = cbow_windows(corpus, config, rng) if cbow else skipgram_pairs(corpus, config, rng)
+        negatives = np.searchsorted(cumulative, rng.random((len(first), k))).astype(np.int32)
         np.minimum(negatives, len(noise) - 1, out=negatives)
-        labels = np.zeros((batch_size, 1 + config.negatives), np.float32)
+        labels = np.zeros((batch_size, 1 + k), np.float32)
         labels[:, 0] = 1.0
-        for start in range(0, len(targets), batch_size):
+        for start in range(0, len(first), batch_size):
             stop = start + batch_size
-            yield (targets[start:stop], contexts[start:stop], negatives[start:stop]), labels[:len(targets[start:stop])]
+            yield (first[start:stop], second[start:stop], negatives[start:stop]), labels[:len(first[start:stop])]
 
-    k = config.negatives
-    signature = ((tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32), tf.TensorSpec([None, k], tf.int32)),
+    first_spec = tf.TensorSpec([None, 2 * config.window] if cbow else [None], tf.int32)
+    signature = ((first_spec, tf.TensorSpec([None], tf.int32), tf.TensorSpec([None, k], tf.int32)),
                  tf.TensorSpec([None, 1 + k], tf.float32))
     return tf.data.Dataset.from_generator(batches, output_signature=signature).prefetch(tf.data.AUTOTUNE)
 

@@ -1,4 +1,5 @@
-"""word2vec end to end: corpus -> vocabulary -> skip-gram pairs on tf.data -> SGNS -> vectors on disk.
+"""word2vec end to end: corpus -> vocabulary -> skip-gram pairs (or CBOW windows) on tf.data ->
+negative sampling -> vectors on disk.
 
 The export holds the word vectors in the GloVe and word2vec text formats (kpipe's loader, gensim's
 `KeyedVectors.load_word2vec_format`), TensorBoard projector files, and a SavedModel whose `embed`
@@ -21,7 +22,7 @@ from kpipe import export, reporting
 from kpipe.datasets.corpus import CorpusDataConfig, load_corpus
 from kpipe.embeddings import WordVectors, write_glove_text
 from kpipe.errors import ConfigError
-from kpipe.models.word2vec import Word2VecConfig, build_skipgram, negative_sampling_loss
+from kpipe.models.word2vec import Word2VecConfig, build_cbow, build_skipgram, negative_sampling_loss
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.skipgrams import SkipGramConfig, build_corpus, corpus_words, make_skipgram_dataset
 from kpipe.training import make_strategy, train_model
@@ -70,19 +71,22 @@ def run_word2vec(config: PipelineConfig) -> RunResult:
     pre: SkipGramConfig = config.preprocessing
     corpus = build_corpus(load_corpus(config.data), pre)
     model_config: Word2VecConfig = dataclasses.replace(config.model, vocabulary_size=len(corpus.words),
-                                                       negatives=pre.negatives)
+                                                       negatives=pre.negatives, window=pre.window)
+    cbow = model_config.family == "cbow"
     log.info("Vocabulary %d words (min_count %d), %d tokens", len(corpus.words), pre.min_count, len(corpus.ids))
     strategy = make_strategy(config.training.strategy)
     batch_size = config.training.batch_size * strategy.num_replicas_in_sync
-    dataset = make_skipgram_dataset(corpus, pre, batch_size=batch_size, seed=config.training.seed)
+    dataset = make_skipgram_dataset(corpus, pre, batch_size=batch_size, seed=config.training.seed, cbow=cbow)
     export_root = Path(config.export.dir) / config.name
     work_dir = export_root / ".work" / config.fingerprint()
     started = time.perf_counter()
-    model, history = train_model(lambda: build_skipgram(model_config), loss=negative_sampling_loss, metrics=[],
+    build = build_cbow if cbow else build_skipgram
+    model, history = train_model(lambda: build(model_config), loss=negative_sampling_loss, metrics=[],
                                  train_data=dataset, validation_data=None, config=config.training,
                                  work_dir=work_dir, strategy=strategy)
     seconds = time.perf_counter() - started
-    vectors = WordVectors(corpus.words, model.get_layer("target").embeddings.numpy())
+    table = model.get_layer("word_vectors").embeddings.numpy()
+    vectors = WordVectors(corpus.words, table[:len(corpus.words)])  # (CBOW's extra padding row left out)
     words_per_second = corpus_words(corpus) * len(history) / sum(h.get("epoch_seconds", 0) for h in history) \
         if history else 0.0
     neighbours = {w: [n for n, _ in vectors.neighbors(w, 8)] for w in PROBE_WORDS if w in vectors.index}
@@ -131,7 +135,7 @@ TASK = TaskSpec(
     name="word2vec",
     data=CorpusDataConfig,
     preprocessing=SkipGramConfig,
-    models={"skipgram": Word2VecConfig},
+    models={"skipgram": Word2VecConfig, "cbow": Word2VecConfig},
     run=run_word2vec,
     check=check_word2vec_config,
 )

@@ -71,3 +71,19 @@ def test_dataset_batches_and_fresh_sampling_each_epoch():
     assert negatives.shape == (32, 4) and labels.shape == (32, 5)
     assert (labels.numpy()[:, 0] == 1).all() and (labels.numpy()[:, 1:] == 0).all()
     assert not np.array_equal(np.concatenate(first)[:50], np.concatenate(second)[:50])
+
+
+def test_cbow_windows_hold_the_neighbours_within_the_line():
+    from kpipe.preprocessing.skipgrams import cbow_windows
+
+    corpus = build_corpus(LINES, SkipGramConfig(min_count=1))
+    contexts, targets = cbow_windows(corpus, SkipGramConfig(min_count=1, window=1, subsample=0),
+                                     np.random.default_rng(0))
+    padding = len(corpus.words)
+    expected = set()
+    for i, word in enumerate(corpus.ids):
+        left = corpus.ids[i - 1] if i > 0 and corpus.line_of[i - 1] == corpus.line_of[i] else padding
+        right = corpus.ids[i + 1] if i + 1 < len(corpus.ids) and corpus.line_of[i + 1] == corpus.line_of[i] else padding
+        expected.add((word, left, right))
+    assert contexts.shape == (len(corpus.ids), 2)  # every token of these lines has a neighbour
+    assert {(t, l, r) for (l, r), t in zip(contexts, targets)} == expected
