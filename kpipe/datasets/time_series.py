@@ -132,7 +132,8 @@ EMBEDDED_SERIES = {
 
 # === Checks ===
 
-def _check_times(times: pd.Series, column: str, source: str) -> pd.DatetimeIndex:
+def check_times(times: pd.Series, column: str, source: str) -> pd.DatetimeIndex:
+    """Parse a time column; raise DataError for empty, duplicated or out-of-order times (naming the row)."""
     try:
         parsed = pd.to_datetime(times)
     except (ValueError, TypeError) as error:
@@ -170,7 +171,8 @@ def _fill_missing(frame: pd.DataFrame, rule: str, source: str) -> pd.DataFrame:
     return filled.bfill()  # leading gaps have nothing before them
 
 
-def _numeric(frame: pd.DataFrame, columns: list[str], source: str) -> pd.DataFrame:
+def numeric_columns(frame: pd.DataFrame, columns: list[str], source: str) -> pd.DataFrame:
+    """`columns` as numbers (empty cells -> NaN); raise DataError naming the first value that is not a number."""
     out = {}
     for column in columns:
         values = pd.to_numeric(frame[column].replace("", np.nan), errors="coerce")
@@ -207,8 +209,8 @@ def load_time_series(config: TimeSeriesDataConfig) -> TimeSeries:
         if column not in frame.columns:
             raise DataError(f"{source} has no column '{column}'{did_you_mean(column, map(str, frame.columns))}; "
                             f"columns: {', '.join(map(str, frame.columns))}")
-    times = _check_times(frame[time_column], time_column, source) if time_column else None
-    values = _fill_missing(_numeric(frame, columns, source), config.fill, source)
+    times = check_times(frame[time_column], time_column, source) if time_column else None
+    values = _fill_missing(numeric_columns(frame, columns, source), config.fill, source)
     n = len(values)
     validation_end = n - int(round(n * config.test_fraction))
     train_end = validation_end - int(round(n * config.validation_fraction))

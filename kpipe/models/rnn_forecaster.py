@@ -75,16 +75,17 @@ class RNNForecasterConfig:
         for name in ("window", "horizon", "num_features", "season_length"):
             check_range(name, getattr(self, name), low=1)
 
-    def window_problem(self) -> str:
+    def window_problem(self, model_prefix: str = "", window_prefix: str = "") -> str:
         """Why the window is too short for the chosen paths ("" if it is not). Checked when building,
-        since window, horizon and season_length come from the preprocessing config."""
+        since window, horizon and season_length come from the preprocessing config; the prefixes
+        name the fields as a pipeline config does ("model.", "preprocessing.")."""
+        m, w = model_prefix, window_prefix
         if self.linear_steps > self.window:
-            return f"linear_steps={self.linear_steps} is longer than window={self.window}"
+            return f"{m}linear_steps={self.linear_steps} is longer than {w}window={self.window}"
         if self.add_baseline == "seasonal_naive" and not (self.horizon <= self.season_length <= self.window):
-            return (f"add_baseline='seasonal_naive' needs horizon <= season_length <= window; got "
-                    f"horizon={self.horizon}, season_length={self.season_length}, window={self.window}")
+            return (f"{m}add_baseline='seasonal_naive' needs horizon <= season_length <= window; got "
+                    f"{w}horizon={self.horizon}, {w}season_length={self.season_length}, {w}window={self.window}")
         return ""
-
 
 
 @keras.saving.register_keras_serializable(package="kpipe")

@@ -13,6 +13,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
+from typing import Callable
 
 import keras
 import numpy as np
@@ -21,7 +22,8 @@ import tensorflow as tf
 
 from kpipe import export, reporting
 from kpipe.datasets import files
-from kpipe.datasets.time_series import TimeSeries, TimeSeriesDataConfig, load_time_series
+from kpipe.datasets.time_series import (TimeSeries, TimeSeriesDataConfig, check_times, load_time_series,
+                                        numeric_columns)
 from kpipe.errors import ConfigError, DataError, KpipeError
 from kpipe.forecasting import baselines
 from kpipe.forecasting.metrics import forecast_errors, mase_scale
@@ -57,7 +59,7 @@ class ForecasterServing(tf.Module):
 
 def write_forecaster_export(path: Path, *, model: keras.Model, scaler: Scaler, config: PipelineConfig,
                             series: TimeSeries, metrics: dict, history: list[dict], work_dir: Path,
-                            plots: dict[str, callable]) -> None:
+                            plots: dict[str, Callable[[Path], object]]) -> None:
     """Write the SavedModel and everything a user needs beside it into `path`."""
     windows: WindowConfig = config.preprocessing
     serving = ForecasterServing(model, scaler, windows.window, series.num_features)
@@ -230,8 +232,6 @@ def forecast_table(model: str | Path, frame: pd.DataFrame, export_dir: str | Pat
     Raises:
         DataError: missing columns, too few rows, missing values, unordered or duplicated times.
     """
-    from kpipe.datasets.time_series import _check_times, _numeric
-
     loaded, spec = load_forecaster(model, export_dir)
     features, window = spec["features"], spec["window"]
     missing = [c for c in features if c not in frame.columns]
@@ -242,14 +242,14 @@ def forecast_table(model: str | Path, frame: pd.DataFrame, export_dir: str | Pat
         raise DataError(f"{source} has {len(frame)} rows but this model needs a window of {window} rows "
                         f"(the most recent {window} values of {', '.join(features)})")
     recent = frame.iloc[-window:]
-    values = _numeric(recent, features, source)
+    values = numeric_columns(recent, features, source)
     if values.isna().any().any():
         column = values.columns[values.isna().any()][0]
         raise DataError(f"{source} has missing values in '{column}' within the last {window} rows; fill them first")
     times = None
     time_column = spec.get("time_column") or ""
     if time_column and time_column in frame.columns:
-        times = _check_times(frame[time_column], time_column, source)
+        times = check_times(frame[time_column], time_column, source)
     output = loaded.serve(window=tf.constant(values.to_numpy(np.float32)[None]))["forecast"].numpy()[0]
     future = None
     if times is not None and spec.get("frequency"):
@@ -271,11 +271,8 @@ def _resolved_model_config(config: PipelineConfig, num_features: int = 1) -> RNN
 
 def check_forecast_config(config: PipelineConfig) -> None:
     """Rules that span config sections."""
-    problem = _resolved_model_config(config).window_problem()
+    problem = _resolved_model_config(config).window_problem("model.", "preprocessing.")
     if problem:
-        problem = problem.replace("linear_steps", "model.linear_steps").replace("add_baseline", "model.add_baseline")
-        for name in ("window", "horizon", "season_length"):
-            problem = problem.replace(f" {name}=", f" preprocessing.{name}=").replace(f"<= {name}", f"<= {name}")
         raise ConfigError(problem)
     data: TimeSeriesDataConfig = config.data
     if data.target_column and data.target_column in data.covariates:
