@@ -93,7 +93,9 @@ def cmd_show(args) -> int:
 
 
 def _overrides(args) -> list[str]:
-    return (_data_overrides(args.data) if args.data else []) + list(args.set)
+    shortcuts = [f"training.{name}={json.dumps(getattr(args, name))}" for name in ("strategy", "precision")
+                 if getattr(args, name, None)]
+    return (_data_overrides(args.data) if args.data else []) + shortcuts + list(args.set)
 
 
 def cmd_run(args) -> int:
@@ -215,6 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data", metavar="SOURCE",
                        help="data to use instead of the pipeline's: a CSV/Parquet file, a folder "
                             "(one sub-folder per class), tfds:NAME or embedded:NAME")
+        p.add_argument("--strategy", help="tf.distribute strategy: auto, default, one_device or mirrored "
+                                          "(same as --set training.strategy=...)")
+        p.add_argument("--precision", help="float32, mixed_float16 or mixed_bfloat16 "
+                                           "(same as --set training.precision=...)")
 
     show = sub.add_parser("show", help="print the resolved config of a pipeline")
     add_config_args(show)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import logging
@@ -19,6 +20,7 @@ from kpipe.config import check_choice, check_range
 log = logging.getLogger(__name__)
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW,
               "rmsprop": keras.optimizers.RMSprop, "sgd": keras.optimizers.SGD}
 
@@ -36,7 +38,10 @@ class TrainingConfig:
         early_stopping_patience: stop after this many epochs without a lower validation loss and
             keep the best weights (0 = train all epochs).
         strategy: "auto" (default strategy on CPU, one device for one GPU, mirrored for several),
-            "default", "one_device" or "mirrored".
+            "default", "one_device" or "mirrored" (all GPUs; without GPUs, all logical CPUs).
+        precision: "float32", "mixed_float16" (GPUs; the loss is scaled) or "mixed_bfloat16"
+            (GPUs and recent CPUs): layers compute in 16 bits and keep float32 weights; output
+            layers stay float32.
         seed: seeds weights, dropout and shuffling, so the same command gives the same run.
     """
 
@@ -47,6 +52,7 @@ class TrainingConfig:
     clipnorm: float = 0.0
     early_stopping_patience: int = 2
     strategy: str = "auto"
+    precision: str = "float32"
     seed: int = 1337
 
     def __post_init__(self):
@@ -57,6 +63,7 @@ class TrainingConfig:
         check_range("clipnorm", self.clipnorm, low=0.0)
         check_range("early_stopping_patience", self.early_stopping_patience, low=0)
         check_choice("strategy", self.strategy, STRATEGIES)
+        check_choice("precision", self.precision, PRECISIONS)
 
 
 def make_strategy(name: str) -> tf.distribute.Strategy:
@@ -73,7 +80,11 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
         return tf.distribute.get_strategy()
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
-    return tf.distribute.MirroredStrategy()
+    if gpus:
+        return tf.distribute.MirroredStrategy()
+    # Without GPUs, MirroredStrategy would use CPU:0 alone; mirror over the logical CPUs instead
+    # (see `tf.config.set_logical_device_configuration`), which is how tests run 2 replicas on a CPU.
+    return tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices("CPU")])
 
 
 class EpochTimer(keras.callbacks.Callback):
@@ -112,6 +123,34 @@ class FineTuneSchedule:
     unfreeze: Callable[[keras.Model], None]
 
 
+@contextlib.contextmanager
+def _precision(policy: str):
+    """Layers built inside take this dtype policy (output layers pin float32 themselves)."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _outside_strategy(model: keras.Model, build: Callable[[], keras.Model], strategy: tf.distribute.Strategy,
+                      config: TrainingConfig, prepare: Callable[[keras.Model], None] | None = None) -> keras.Model:
+    """The trained model as plain variables: a copy built outside the strategy when there is one.
+
+    A model built under MirroredStrategy holds distributed variables, which a SavedModel signature
+    cannot capture; exporting a copy keeps every export independent of how it was trained.
+    """
+    if strategy is tf.distribute.get_strategy():
+        return model
+    with _precision(config.precision):
+        plain = build()
+    if prepare:
+        prepare(plain)  # e.g. unfreeze, so that its layers are in the state of the model it copies
+    plain.set_weights(model.get_weights())
+    return plain
+
+
 def _compile(model: keras.Model, config: TrainingConfig, learning_rate: float, loss, metrics) -> None:
     optimizer = OPTIMIZERS[config.optimizer](learning_rate=learning_rate, clipnorm=config.clipnorm or None)
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
@@ -146,16 +185,17 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
 
     Returns:
         (model, history): the trained model (best validation weights if early stopping stopped
-        it) and one dict of metrics per finished epoch.
+        it; under a distribution strategy, a copy with plain variables, ready to export) and one
+        dict of metrics per finished epoch.
     """
     keras.utils.set_random_seed(config.seed)
     work_dir.mkdir(parents=True, exist_ok=True)
-    with strategy.scope():
+    with _precision(config.precision), strategy.scope():
         model = build()
-        _compile(model, config, config.learning_rate, loss, metrics)
-    log.info("Training %s (%s parameters) for up to %d epochs with %s, %d replica(s), global batch %d",
+        _compile(model, config, config.learning_rate, loss, metrics)  # mixed_float16: Keras scales the loss
+    log.info("Training %s (%s parameters) for up to %d epochs with %s, %d replica(s), global batch %d, %s",
              model.name, f"{model.count_params():,}", config.epochs, type(strategy).__name__,
-             strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync)
+             strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync, config.precision)
 
     def fit(backup: str, initial_epoch: int, epochs: int, early_stopping: bool) -> None:
         callbacks = [
@@ -177,7 +217,7 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
 
     if fine_tune is None:
         fit("backup", 0, config.epochs, early_stopping=True)
-        return model, read_history(work_dir / "history.csv")
+        return _outside_strategy(model, build, strategy, config), read_history(work_dir / "history.csv")
 
     # === Phase 1: pretrained layers frozen (skipped on a rerun that already finished it) ===
     frozen_done = work_dir / "frozen_phase.weights.h5"
@@ -201,4 +241,5 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     # argument: clear phase 1's, so phase 2 starts at `frozen_epochs` (or at its own backup's epoch).
     model._initial_epoch = None
     fit("backup", fine_tune.frozen_epochs, config.epochs, early_stopping=True)
-    return model, read_history(work_dir / "history.csv")
+    return (_outside_strategy(model, build, strategy, config, prepare=fine_tune.unfreeze),
+            read_history(work_dir / "history.csv"))

@@ -130,3 +130,40 @@ def test_two_phase_schedule_resumes_after_a_kill(tmp_path, crash_after):
     assert len(history) == 4
     # The resumed run ends with the same embedding as the run that was never interrupted.
     np.testing.assert_allclose(resumed.tables[-1][1], uninterrupted.tables[-1][1], rtol=1e-5, atol=1e-6)
+
+
+# === Precision and replicas ===
+
+def test_mixed_bfloat16_computes_in_16_bits_keeps_float32_weights_and_outputs(tmp_path):
+    from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
+
+    config = TrainingConfig(epochs=1, precision="mixed_bfloat16", early_stopping_patience=0)
+    build_classifier = lambda: build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, units=(4,)))  # noqa: E731
+    model, history = train_model(build_classifier, loss="binary_crossentropy", metrics=[], train_data=tiny_data(),
+                                 validation_data=tiny_data(), config=config, work_dir=tmp_path,
+                                 strategy=make_strategy("default"))
+    assert model.get_layer("bidirectional_0").compute_dtype == "bfloat16"
+    assert all(w.dtype == "float32" for w in model.weights)
+    assert model.get_layer("probabilities").compute_dtype == "float32"
+    assert model(np.ones((2, 5), "int32")).dtype == "float32"
+    assert np.isfinite(history[0]["loss"])
+    assert keras.config.dtype_policy().name == "float32"  # the global policy is restored afterwards
+
+
+def test_mirrored_strategy_runs_two_replicas_on_two_logical_cpus(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import tensorflow as tf
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        from kpipe.cli import main
+        raise SystemExit(main(["run", "sentiment-bilstm", "--strategy", "mirrored", "--set", "data.limit=600",
+                               "--set", "training.epochs=1", "--set", "model.units=[8]"]))
+    """)
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "with MirroredStrategy, 2 replica(s), global batch 128" in run.stderr
+    assert (tmp_path / "saved_models" / "sentiment-bilstm" / "1" / "saved_model.pb").is_file()

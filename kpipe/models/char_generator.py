@@ -152,13 +152,14 @@ class CharSampler(tf.Module):
                 vector = self.category_embedding(category_ids)
                 layer_states = [layer(vector) for layer in self.state_layers]
             else:
-                zeros = tf.zeros([batch, units])
+                zeros = tf.zeros([batch, units], dtype=self.cells[i].compute_dtype)
                 layer_states = [zeros, zeros] if self.config.cell == "lstm" else [zeros]
             states.append(layer_states)
         return states
 
     def _step(self, char_ids, category_ids, states):
-        x = tf.gather(self.char_embedding.embeddings, char_ids)  # the table itself: no padding mask here
+        # The table itself (no padding mask here), in the cells' compute dtype (16 bits under mixed precision).
+        x = tf.cast(tf.gather(self.char_embedding.embeddings, char_ids), self.cells[0].compute_dtype)
         if self.config.conditioning == "every_step":
             x = tf.concat([x, tf.cast(self.category_embedding(category_ids), x.dtype)], axis=-1)
         new_states = []

@@ -147,7 +147,7 @@ def build_rnn_forecaster(config: RNNForecasterConfig) -> keras.Model:
     # === Optional linear autoregressive path on the recent target values ===
     if config.linear_steps:
         recent = TargetSlice(config.window - config.linear_steps, config.window, config.linear_steps,
-                             name="recent_target")(inputs)
+                             dtype="float32", name="recent_target")(inputs)
         # Not trained by gradient descent: `fit_linear_path` sets it to the least-squares optimum, which
         # Adam's per-weight steps would only scramble (neighbouring steps are highly correlated).
         linear = keras.layers.Dense(config.horizon, kernel_initializer="zeros", dtype="float32", trainable=False,
@@ -162,7 +162,8 @@ def build_rnn_forecaster(config: RNNForecasterConfig) -> keras.Model:
     else:
         start = config.window - config.season_length     # y[t + j - m] for j < horizon <= m
         stop = start + config.horizon
-    baseline = TargetSlice(start, stop, config.horizon, name=config.add_baseline)(inputs)
+    # float32 even under mixed precision: the baseline is the forecast's backbone, not a 16-bit estimate.
+    baseline = TargetSlice(start, stop, config.horizon, dtype="float32", name=config.add_baseline)(inputs)
     forecast = keras.layers.Add(name="forecast_plus_baseline", dtype="float32")([baseline, correction])
     return keras.Model(inputs, forecast, name="rnn_forecaster")
 

@@ -73,7 +73,7 @@ def build_skipgram(config: Word2VecConfig) -> keras.Model:
     word_vectors, output_vectors = _tables(config)
     v = word_vectors(targets)                                                                       # (b, d)
     candidates = keras.layers.Concatenate(axis=1)([keras.ops.expand_dims(contexts, 1), negatives])  # (b, 1 + k)
-    scores = keras.layers.Dot(axes=(2, 1), name="scores")([output_vectors(candidates), v])           # (b, 1 + k)
+    scores = keras.layers.Dot(axes=(2, 1), dtype="float32", name="scores")([output_vectors(candidates), v])           # (b, 1 + k)
     return keras.Model([targets, contexts, negatives], scores, name="skipgram")
 
 
@@ -94,7 +94,7 @@ def build_cbow(config: Word2VecConfig) -> keras.Model:
     word_vectors, output_vectors = _tables(config, extra_rows=1)
     h = ContextMean(config.vocabulary_size, name="context_mean")([word_vectors(contexts), contexts])  # (b, d)
     candidates = keras.layers.Concatenate(axis=1)([keras.ops.expand_dims(targets, 1), negatives])    # (b, 1 + k)
-    scores = keras.layers.Dot(axes=(2, 1), name="scores")([output_vectors(candidates), h])
+    scores = keras.layers.Dot(axes=(2, 1), dtype="float32", name="scores")([output_vectors(candidates), h])
     return keras.Model([contexts, targets, negatives], scores, name="cbow")
 
 
