@@ -83,3 +83,16 @@ def copy_run_logs(work_dir: Path, export_dir: Path) -> None:
             shutil.copytree(source, export_dir / name)
         elif source.exists():
             shutil.copy(source, export_dir / name)
+
+
+def write_run_files(path: Path, *, model, config, metrics: dict, history: list[dict], work_dir: Path) -> None:
+    """What every export holds beside its SavedModel: model.keras, config.toml, metrics.json, the
+    training curves and the run's logs (history.csv, tensorboard/)."""
+    from kpipe import reporting
+
+    model.save(path / "model.keras")
+    (path / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    reporting.write_json(metrics, path / "metrics.json")
+    if history:
+        reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
+    copy_run_logs(work_dir, path)

@@ -71,6 +71,9 @@ CASES = {
     "forecast window too short for the linear path": (
         ["run", "electricity-lstm", "--set", "model.linear_steps=400"],
         "model.linear_steps=400 is longer than preprocessing.window=384"),
+    "non-UTF-8 corpus": (["run", "word2vec-bible", "--data", "latin1.txt"],
+                         "latin1.txt is not valid utf-8 (line 2); re-save it as UTF-8 or set data.encoding"),
+    "non-UTF-8 names file": (["run", "names-char", "--data", "latin1.txt"], "latin1.txt is not valid utf-8 (line 2)"),
     "neighbors with k 0": (["neighbors", "frog", "-k", "0"], "k must be ≥ 1. Received: k=0"),
     "predict missing model": (["predict", "saved_models/nope/1", "hello"], "no exported model at 'saved_models/nope/1'"),
     "predict non-UTF-8 file": (["predict", "m", "--file", "latin1.txt"], "latin1.txt is not valid UTF-8 (line 2"),

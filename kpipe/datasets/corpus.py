@@ -14,9 +14,9 @@ import gzip
 import io
 import logging
 import re
-from pathlib import Path
 
 from kpipe.config import check_choice, check_range, did_you_mean
+from kpipe.datasets import files
 from kpipe.datasets.embedded import package_dir
 from kpipe.errors import DataError
 
@@ -74,19 +74,7 @@ def load_corpus(config: CorpusDataConfig) -> list[str]:
                             f"{did_you_mean(config.name, ['world-english-bible'])}; known: world-english-bible")
         lines = read_world_english_bible()
     else:
-        path = Path(config.path)
-        if not path.is_file():
-            raise DataError(f"corpus file not found: {path}")
-        data = path.read_bytes()
-        if path.suffix == ".gz":
-            data = gzip.decompress(data)
-        try:
-            text = data.decode(config.encoding)
-        except UnicodeDecodeError as error:
-            line = data[:error.start].count(b"\n") + 1
-            raise DataError(f"{path} is not valid {config.encoding} (line {line}); re-save it as UTF-8 "
-                            "or set data.encoding") from None
-        lines = text.splitlines()
+        lines = files.read_text(config.path, encoding=config.encoding).splitlines()
     lines = [line for line in lines if line.strip()]
     if config.limit:
         lines = lines[:config.limit]

@@ -29,6 +29,28 @@ def _describe_decode_error(path: Path, error: UnicodeDecodeError, encoding: str)
         f"cannot be decoded; re-save the file as UTF-8, or set data.encoding (e.g. --set data.encoding=latin-1)")
 
 
+def read_text(path: str | Path, *, encoding: str = "utf-8") -> str:
+    """A whole text file (.gz decompressed), decoded strictly.
+
+    Raises:
+        DataError: missing file, or bytes that are not `encoding` (with the line number and the fix).
+    """
+    import gzip
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"file not found: {path}")
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        data = gzip.decompress(data)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise DataError(f"{path} is not valid {encoding} (line {line}); re-save it as UTF-8 or set data.encoding") \
+            from None
+
+
 def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: bool = False) -> pd.DataFrame:
     """Read a CSV, TSV or Parquet file (compression inferred from the name).
 

@@ -110,16 +110,8 @@ def read_nam_dict() -> list[tuple[str, str]]:
 def _read_file(config: NamesDataConfig) -> list[tuple[str, str]]:
     path = Path(config.path)
     if path.suffix.lower() == ".txt":
-        if not path.is_file():
-            raise DataError(f"names file not found: {path}")
-        try:
-            text = path.read_text(encoding=config.encoding)
-        except UnicodeDecodeError as error:
-            line = path.read_bytes()[:error.start].count(b"\n") + 1
-            raise DataError(f"{path} is not valid {config.encoding} (line {line}); re-save it as UTF-8 "
-                            "or set data.encoding") from None
         pairs = []
-        for line in text.splitlines():
+        for line in files.read_text(path, encoding=config.encoding).splitlines():
             name, _, category = line.partition("\t")
             if name.strip():
                 pairs.append((name.strip(), category.strip()))

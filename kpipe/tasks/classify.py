@@ -75,14 +75,9 @@ def write_classifier_export(path: Path, *, model: keras.Model, vectorizer, confi
     archive.track(vectorizer)
     archive.add_endpoint("serve", serving.serve)
     archive.write_out(str(path), verbose=False)
-    model.save(path / "model.keras")
-    (path / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     (path / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
     (path / "vocabulary.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf-8")
-    reporting.write_json(metrics, path / "metrics.json")
-    if history:
-        reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
-    export.copy_run_logs(work_dir, path)
 
 
 # === Running the pipeline ===

@@ -67,20 +67,15 @@ def write_forecaster_export(path: Path, *, model: keras.Model, scaler: Scaler, c
     archive.track(model)
     archive.add_endpoint("serve", serving.serve)
     archive.write_out(str(path), verbose=False)
-    model.save(path / "model.keras")
-    (path / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     frequency = pd.infer_freq(series.times) if series.times is not None and len(series.times) >= 3 else None
     reporting.write_json({
         "features": series.feature_names, "target": series.target_name, "window": windows.window,
         "horizon": windows.horizon, "time_column": config.data.time_column or ("time" if series.times is not None else ""),
         "frequency": frequency, "scaler_mean": scaler.mean.tolist(), "scaler_scale": scaler.scale.tolist(),
     }, path / FEATURES_FILE)
-    reporting.write_json(metrics, path / "metrics.json")
     for name, plot in plots.items():
         plot(path / name)
-    if history:
-        reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
-    export.copy_run_logs(work_dir, path)
 
 
 # === Running the pipeline ===

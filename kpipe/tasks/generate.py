@@ -231,14 +231,9 @@ def run_generate(config: PipelineConfig) -> RunResult:
         archive.track(serving)
         archive.add_endpoint("generate", serving.generate)
         archive.write_out(str(path), verbose=False)
-        model.save(path / "model.keras")
-        (path / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
         reporting.write_json({"characters": vocabulary.chars, "categories": categories,
                               "max_length": pre.max_length, "lowercase": pre.lowercase}, path / GENERATOR_FILE)
-        reporting.write_json(metrics, path / "metrics.json")
-        if history:
-            reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
-        export.copy_run_logs(work_dir, path)
 
     version_dir = export.write_version(export_root, write)
     shutil.rmtree(work_dir, ignore_errors=True)

@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe import export, reporting
+from kpipe import export
 from kpipe.datasets.corpus import CorpusDataConfig, load_corpus
 from kpipe.embeddings import WordVectors, write_glove_text
 from kpipe.errors import ConfigError
@@ -108,12 +108,7 @@ def run_word2vec(config: PipelineConfig) -> RunResult:
         write_glove_text(vectors, path / "vectors.txt")
         write_word2vec_text(vectors, path / "vectors.w2v.txt")
         write_projector_files(vectors, corpus.counts, path)
-        model.save(path / "model.keras")
-        (path / "config.toml").write_text(config.to_toml(), encoding="utf-8")
-        reporting.write_json(metrics, path / "metrics.json")
-        if history:
-            reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
-        export.copy_run_logs(work_dir, path)
+        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
 
     version_dir = export.write_version(export_root, write)
     shutil.rmtree(work_dir, ignore_errors=True)
