@@ -7,6 +7,7 @@ loadable with plain `tf.saved_model.load(path).generate(...)`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -69,8 +70,13 @@ class CharVocabulary:
     def size(self) -> int:
         return SPECIAL_TOKENS + len(self.chars)
 
+    @functools.cached_property
+    def index(self) -> dict[str, int]:
+        """character -> id (built once)."""
+        return {ch: i + SPECIAL_TOKENS for i, ch in enumerate(self.chars)}
+
     def ids(self, text: str) -> list[int]:
-        index = self.__dict__.setdefault("_index", {ch: i + SPECIAL_TOKENS for i, ch in enumerate(self.chars)})
+        index = self.index
         return [index.get(ch, UNKNOWN) for ch in text]
 
 
