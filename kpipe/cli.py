@@ -217,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data", metavar="SOURCE",
                        help="data to use instead of the pipeline's: a CSV/Parquet file, a folder "
                             "(one sub-folder per class), tfds:NAME or embedded:NAME")
-        p.add_argument("--strategy", help="tf.distribute strategy: auto, default, one_device or mirrored "
+        p.add_argument("--strategy", help="tf.distribute strategy: auto, default, one_device, mirrored, "
+                                          "multi_worker (cluster in TF_CONFIG) or tpu "
                                           "(same as --set training.strategy=...)")
         p.add_argument("--precision", help="float32, mixed_float16 or mixed_bfloat16 "
                                            "(same as --set training.precision=...)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -26,15 +27,25 @@ def versions(root: Path) -> list[int]:
     return sorted(int(p.name) for p in root.iterdir() if p.is_dir() and p.name.isdigit())
 
 
-def write_version(root: Path, write: Callable[[Path], None]) -> Path:
+def write_version(root: Path, write: Callable[[Path], None], *, chief: bool = True) -> Path:
     """Run `write(tmp_dir)`, then move `tmp_dir` to `root/<next version>` in one rename.
 
     A rename onto an existing version fails instead of replacing it, so two concurrent runs
-    get different versions and nothing is ever overwritten.
+    get different versions and nothing is ever overwritten. In a multi-worker run only the chief
+    (`chief=True`) publishes; another worker writes into a temporary folder that is deleted,
+    as tf.distribute recommends (saving may need every worker to take part).
 
     Returns:
-        The new version folder.
+        The new version folder (for a worker that is not the chief, `root`, where the chief's goes).
     """
+    if not chief:
+        scratch = Path(tempfile.mkdtemp(prefix="kpipe-worker-export-"))
+        try:
+            write(scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        log.info("Not the chief: the export is written by the chief under %s", root)
+        return root
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".tmp-{uuid.uuid4().hex}"
     tmp.mkdir()
@@ -73,6 +84,12 @@ def resolve_model_dir(model: str | Path, export_dir: str | Path = "saved_models"
     raise ModelNotFoundError(
         f"no exported model at '{model}' (nor under {Path(export_dir) / str(model)}); pass the folder of an "
         f"export such as saved_models/sentiment-bilstm/1, or train one first with `kpipe run PIPELINE`")
+
+
+def finish_run(work_dir: Path, *, chief: bool = True) -> None:
+    """Delete a finished run's resume state (the chief's alone: other workers only read it)."""
+    if chief:
+        shutil.rmtree(work_dir, ignore_errors=True)
 
 
 def copy_run_logs(work_dir: Path, export_dir: Path) -> None:

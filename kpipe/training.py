@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import functools
 import logging
+import os
+import shutil
 import sys
 import time
 import warnings
@@ -15,11 +18,13 @@ from typing import Callable
 import keras
 import tensorflow as tf
 
+from kpipe import multi_worker
 from kpipe.config import check_choice, check_range
+from kpipe.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-STRATEGIES = ("auto", "default", "one_device", "mirrored")
+STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW,
               "rmsprop": keras.optimizers.RMSprop, "sgd": keras.optimizers.SGD}
@@ -37,11 +42,15 @@ class TrainingConfig:
         clipnorm: clip each gradient to this norm (0 = no clipping).
         early_stopping_patience: stop after this many epochs without a lower validation loss and
             keep the best weights (0 = train all epochs).
-        strategy: "auto" (default strategy on CPU, one device for one GPU, mirrored for several),
-            "default", "one_device" or "mirrored" (all GPUs; without GPUs, all logical CPUs).
+        strategy: "auto" (multi_worker when TF_CONFIG describes a cluster; otherwise the default
+            strategy on CPU, one device for one GPU, mirrored for several), "default", "one_device",
+            "mirrored" (all GPUs; without GPUs, all logical CPUs), "multi_worker" (the cluster in
+            TF_CONFIG, see `kpipe.multi_worker`) or "tpu".
         precision: "float32", "mixed_float16" (GPUs; the loss is scaled) or "mixed_bfloat16"
             (GPUs and recent CPUs): layers compute in 16 bits and keep float32 weights; output
             layers stay float32.
+        worker_timeout_s: multi_worker only: how long to wait for every worker to join, and for
+            any exchange between workers, before failing.
         seed: seeds weights, dropout and shuffling, so the same command gives the same run.
     """
 
@@ -53,6 +62,7 @@ class TrainingConfig:
     early_stopping_patience: int = 2
     strategy: str = "auto"
     precision: str = "float32"
+    worker_timeout_s: float = 300.0
     seed: int = 1337
 
     def __post_init__(self):
@@ -64,15 +74,24 @@ class TrainingConfig:
         check_range("early_stopping_patience", self.early_stopping_patience, low=0)
         check_choice("strategy", self.strategy, STRATEGIES)
         check_choice("precision", self.precision, PRECISIONS)
+        check_range("worker_timeout_s", self.worker_timeout_s, low=0.0, low_inclusive=False)
 
 
-def make_strategy(name: str) -> tf.distribute.Strategy:
+def make_strategy(name: str, *, worker_timeout_s: float = 300.0) -> tf.distribute.Strategy:
     """The tf.distribute strategy for `name` given the devices on this machine.
 
-    "auto" picks the default strategy without a GPU, `OneDeviceStrategy` with one GPU and
-    `MirroredStrategy` (all GPUs) with several.
+    "auto" picks multi_worker when TF_CONFIG describes a cluster of several tasks, else the
+    default strategy without a GPU, `OneDeviceStrategy` with one GPU and `MirroredStrategy` (all
+    GPUs) with several. The multi-worker strategy must be made before TensorFlow runs anything;
+    later calls return the same one.
     """
     check_choice("strategy", name, STRATEGIES)
+    if name == "auto" and os.environ.get("TF_CONFIG") and multi_worker.cluster_size(multi_worker.read_tf_config()) > 1:
+        name = "multi_worker"
+    if name == "multi_worker":
+        return _multi_worker_strategy(worker_timeout_s)
+    if name == "tpu":
+        return _tpu_strategy()
     gpus = tf.config.list_logical_devices("GPU")
     if name == "auto":
         name = "default" if not gpus else "one_device" if len(gpus) == 1 else "mirrored"
@@ -85,6 +104,23 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
     # Without GPUs, MirroredStrategy would use CPU:0 alone; mirror over the logical CPUs instead
     # (see `tf.config.set_logical_device_configuration`), which is how tests run 2 replicas on a CPU.
     return tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices("CPU")])
+
+
+@functools.cache
+def _multi_worker_strategy(worker_timeout_s: float) -> tf.distribute.Strategy:
+    return multi_worker.make_multi_worker_strategy(worker_timeout_s)  # one per process: it configures TF's runtime
+
+
+@functools.cache
+def _tpu_strategy() -> tf.distribute.Strategy:
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, tf.errors.OpError) as error:
+        raise ConfigError(f"strategy 'tpu' found no TPU ({str(error).splitlines()[0][:200]}); run on a TPU VM, "
+                          "or use --strategy auto") from None
+    return tf.distribute.TPUStrategy(resolver)
 
 
 class EpochTimer(keras.callbacks.Callback):
@@ -194,26 +230,36 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
         model = build()
         _compile(model, config, config.learning_rate, loss, metrics)  # mixed_float16: Keras scales the loss
     log.info("Training %s (%s parameters) for up to %d epochs with %s, %d replica(s), global batch %d, %s",
-             model.name, f"{model.count_params():,}", config.epochs, type(strategy).__name__,
+             model.name, f"{model.count_params():,}", config.epochs,
+             "MultiWorkerMirroredStrategy" if multi_worker.is_multi_worker(strategy) else type(strategy).__name__,
              strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync, config.precision)
 
+    chief = multi_worker.is_chief(strategy)
+
     def fit(backup: str, initial_epoch: int, epochs: int, early_stopping: bool) -> None:
-        callbacks = [
-            keras.callbacks.BackupAndRestore(str(work_dir / backup)),
-            EpochTimer(),  # before CSVLogger, which writes the logs it adds
-            keras.callbacks.CSVLogger(str(work_dir / "history.csv"), append=True),
-            keras.callbacks.TensorBoard(str(work_dir / "tensorboard")),
-        ]
+        backup_dir = multi_worker.backup_dir(strategy, work_dir / backup)
+        callbacks = [keras.callbacks.BackupAndRestore(str(backup_dir)), EpochTimer()]  # EpochTimer before CSVLogger
+        if chief:
+            callbacks += [keras.callbacks.CSVLogger(str(work_dir / "history.csv"), append=True),
+                          keras.callbacks.TensorBoard(str(work_dir / "tensorboard"))]
         if early_stopping and config.early_stopping_patience:
             callbacks.append(keras.callbacks.EarlyStopping(
                 monitor="val_loss", patience=config.early_stopping_patience, restore_best_weights=True, verbose=1))
-        with warnings.catch_warnings():
-            # Length-bucketed datasets have no known size, so Keras finds each epoch's end by running
-            # out of data, and warns every epoch as if that were a mistake.
-            warnings.filterwarnings("ignore", message="Your input ran out of data")
-            model.fit(train_data, validation_data=validation_data, initial_epoch=initial_epoch, epochs=epochs,
-                      callbacks=callbacks + list(extra_callbacks), shuffle=False,
-                      verbose=1 if sys.stdout.isatty() else 2)
+        callbacks += list(extra_callbacks)
+        try:
+            if multi_worker.is_multi_worker(strategy):  # Keras' fit fails there: see kpipe.multi_worker
+                multi_worker.fit(model, train_data, validation_data, strategy=strategy,
+                                 initial_epoch=initial_epoch, epochs=epochs, callbacks=callbacks)
+                return
+            with warnings.catch_warnings():
+                # Length-bucketed datasets have no known size, so Keras finds each epoch's end by running
+                # out of data, and warns every epoch as if that were a mistake.
+                warnings.filterwarnings("ignore", message="Your input ran out of data")
+                model.fit(train_data, validation_data=validation_data, initial_epoch=initial_epoch, epochs=epochs,
+                          callbacks=callbacks, shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
+        finally:
+            if not chief:
+                shutil.rmtree(backup_dir, ignore_errors=True)
 
     if fine_tune is None:
         fit("backup", 0, config.epochs, early_stopping=True)
@@ -230,7 +276,8 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     else:
         log.info("Phase 1: %d epoch(s) with the pretrained layers frozen", fine_tune.frozen_epochs)
         fit("backup_frozen", 0, fine_tune.frozen_epochs, early_stopping=False)
-        _save_weights_atomically(model, frozen_done)
+        if chief:  # other workers read the chief's copy on a rerun
+            _save_weights_atomically(model, frozen_done)
 
     # === Phase 2: everything trainable, fresh optimizer at the lower learning rate ===
     log.info("Phase 2: unfrozen, learning rate %g, up to epoch %d", fine_tune.learning_rate, config.epochs)

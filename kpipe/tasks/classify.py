@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import shutil
 import time
 import warnings
 from pathlib import Path
@@ -26,6 +25,7 @@ from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifie
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
                                       make_text_dataset, make_vectorizer, token_lengths)
+from kpipe.multi_worker import is_chief
 from kpipe.training import FineTuneSchedule, make_strategy, train_model
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def run_classify(config: PipelineConfig) -> RunResult:
     vectorizer = make_vectorizer(pre, vocabulary)
     log.info("Vocabulary: %d tokens (fitted on the training split)", len(vocabulary))
 
-    strategy = make_strategy(config.training.strategy)
+    strategy = make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
     batch_size = config.training.batch_size * strategy.num_replicas_in_sync
     boundaries = bucket_boundaries(token_lengths(splits.train.texts, vectorizer), pre)
     if boundaries:
@@ -160,8 +160,8 @@ def run_classify(config: PipelineConfig) -> RunResult:
 
     version_dir = export.write_version(export_root, lambda tmp: write_classifier_export(
         tmp, model=model, vectorizer=vectorizer, config=config, label_names=splits.label_names,
-        vocabulary=vocabulary, metrics=metrics, history=history, work_dir=work_dir))
-    shutil.rmtree(work_dir, ignore_errors=True)  # finished: the resume state is no longer needed
+        vocabulary=vocabulary, metrics=metrics, history=history, work_dir=work_dir), chief=is_chief(strategy))
+    export.finish_run(work_dir, chief=is_chief(strategy))
     summary = (f"Test accuracy {metrics['accuracy']:.4f}, macro F1 {metrics['macro_f1']:.4f} on {len(splits.test)} "
                f"examples\nExported to {version_dir} (report: metrics.json, training_curves.png)\n"
                f'Try: kpipe predict {version_dir} "your text here"')

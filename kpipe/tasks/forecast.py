@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import shutil
 import time
 from pathlib import Path
 from typing import Callable
@@ -31,6 +30,7 @@ from kpipe.models.rnn_forecaster import RNNForecasterConfig, build_rnn_forecaste
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.windows import (Scaler, WindowConfig, make_window_dataset, split_origins,
                                          window_arrays)
+from kpipe.multi_worker import is_chief
 from kpipe.training import make_strategy, train_model
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def run_forecast(config: PipelineConfig) -> RunResult:
         raise ConfigError(f"the test split starts {origins['test'][0]} steps in, less than one season "
                           f"({windows.season_length}); the seasonal baselines need that much history")
 
-    strategy = make_strategy(config.training.strategy)
+    strategy = make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
     batch_size = config.training.batch_size * strategy.num_replicas_in_sync
     train_ds = make_window_dataset(scaled, origins["train"], windows, batch_size=batch_size, shuffle=True,
                                    seed=config.training.seed, stride=windows.stride)
@@ -188,8 +188,8 @@ def run_forecast(config: PipelineConfig) -> RunResult:
                  title=f"{config.name}: test MAE by horizon step", ylabel=f"MAE ({series.target_name})")}
     version_dir = export.write_version(export_root, lambda tmp: write_forecaster_export(
         tmp, model=model, scaler=scaler, config=config, series=series, metrics=metrics, history=history,
-        work_dir=work_dir, plots=plots))
-    shutil.rmtree(work_dir, ignore_errors=True)
+        work_dir=work_dir, plots=plots), chief=is_chief(strategy))
+    export.finish_run(work_dir, chief=is_chief(strategy))
     summary = (f"Test MAE {results['model']['mae']:.4g} ({series.target_name}): "
                f"{metrics['model_vs_seasonal_naive_mae']:.3f}x seasonal naive, "
                f"{metrics['model_vs_holt_winters_mae']:.3f}x Holt-Winters\n{_metrics_table(results)}\n"

@@ -11,7 +11,6 @@ import functools
 import json
 import logging
 import math
-import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -29,6 +28,7 @@ from kpipe.models.char_bigram import CharBigram
 from kpipe.models.char_generator import (END, SPECIAL_TOKENS, START, UNKNOWN, CharGeneratorConfig, CharSampler,
                                          build_char_generator)
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
+from kpipe.multi_worker import is_chief
 from kpipe.training import make_strategy, train_model
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ def run_generate(config: PipelineConfig) -> RunResult:
         conditioning=config.model.conditioning if categories else "none")
     log.info("Characters: %d; categories: %d", len(vocabulary.chars), len(categories))
 
-    strategy = make_strategy(config.training.strategy)
+    strategy = make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
     batch_size = config.training.batch_size * strategy.num_replicas_in_sync
     seed = config.training.seed
     datasets = {name: make_names_dataset(pairs, vocabulary, categories, pre, batch_size=batch_size,
@@ -241,8 +241,8 @@ def run_generate(config: PipelineConfig) -> RunResult:
         reporting.write_json({"characters": vocabulary.chars, "categories": categories,
                               "max_length": pre.max_length, "lowercase": pre.lowercase}, path / GENERATOR_FILE)
 
-    version_dir = export.write_version(export_root, write)
-    shutil.rmtree(work_dir, ignore_errors=True)
+    version_dir = export.write_version(export_root, write, chief=is_chief(strategy))
+    export.finish_run(work_dir, chief=is_chief(strategy))
     example = samples[next(iter(samples))][:5]
     summary = (f"Test NLL {model_nll:.4f} nats/char (perplexity {math.exp(model_nll):.2f}) vs bigram {bigram_nll:.4f} "
                f"({100 * metrics['nll_reduction_vs_bigram']:.1f}% lower); novelty {100 * metrics['novelty']:.1f}%\n"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import shutil
 import time
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from kpipe.errors import ConfigError
 from kpipe.models.word2vec import Word2VecConfig, build_cbow, build_skipgram, negative_sampling_loss
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.skipgrams import SkipGramConfig, build_corpus, corpus_words, make_skipgram_dataset
+from kpipe.multi_worker import is_chief
 from kpipe.training import make_strategy, train_model
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ def run_word2vec(config: PipelineConfig) -> RunResult:
                                                        negatives=pre.negatives, window=pre.window)
     cbow = model_config.family == "cbow"
     log.info("Vocabulary %d words (min_count %d), %d tokens", len(corpus.words), pre.min_count, len(corpus.ids))
-    strategy = make_strategy(config.training.strategy)
+    strategy = make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
     batch_size = config.training.batch_size * strategy.num_replicas_in_sync
     dataset = make_skipgram_dataset(corpus, pre, batch_size=batch_size, seed=config.training.seed, cbow=cbow)
     export_root = Path(config.export.dir) / config.name
@@ -110,8 +110,8 @@ def run_word2vec(config: PipelineConfig) -> RunResult:
         write_projector_files(vectors, corpus.counts, path)
         export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
 
-    version_dir = export.write_version(export_root, write)
-    shutil.rmtree(work_dir, ignore_errors=True)
+    version_dir = export.write_version(export_root, write, chief=is_chief(strategy))
+    export.finish_run(work_dir, chief=is_chief(strategy))
     probe = next(iter(neighbours), None)
     summary = (f"{len(corpus.words):,} word vectors of dimension {vectors.dim} from {corpus_words(corpus):,} tokens, "
                f"{words_per_second:,.0f} words/s\n"

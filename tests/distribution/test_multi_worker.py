@@ -1,0 +1,144 @@
+"""MultiWorkerMirroredStrategy for real: two worker processes on 127.0.0.1 with TF_CONFIG."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+WORKER = Path(__file__).with_name("worker.py")
+
+
+def free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def tf_config_env(addresses, index, **extra):
+    cluster = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
+    return {**os.environ, "TF_CONFIG": json.dumps(cluster), "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
+
+
+def start_workers(command, cwd, n=2):
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(n)]
+    return [subprocess.Popen(command, cwd=cwd, env=tf_config_env(addresses, i), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for i in range(n)]
+
+
+def finish(workers, timeout=300):
+    results = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=timeout)
+        results.append((worker.returncode, out, err))
+    return results
+
+
+def load_weights(path):
+    with np.load(path) as f:
+        return [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
+
+
+def test_two_workers_end_with_the_weights_of_one_process_on_the_same_global_batches(tmp_path):
+    """Each worker takes half of every global batch; summed gradients of the two halves' mean
+    losses equal the full batch's, so the result matches plain single-process training."""
+    for rc, _, err in finish(start_workers([sys.executable, str(WORKER), str(tmp_path), "3"], tmp_path)):
+        assert rc == 0, err[-3000:]
+    single = subprocess.run([sys.executable, str(WORKER), str(tmp_path / "single"), "3"], capture_output=True,
+                            text=True, timeout=300, env={**os.environ, "TF_CONFIG": ""})
+    assert single.returncode == 0, single.stderr[-3000:]
+
+    chief, other = load_weights(tmp_path / "weights-0.npz"), load_weights(tmp_path / "weights-1.npz")
+    for a, b in zip(chief, other):
+        np.testing.assert_array_equal(a, b)  # the workers stay in lockstep
+    reference = load_weights(tmp_path / "single" / "weights-single.npz")
+    for a, b in zip(chief, reference):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    assert not np.allclose(reference[0], 0)
+    history = json.loads((tmp_path / "epochs-0.json").read_text())["history"]
+    single_history = json.loads((tmp_path / "single" / "epochs-single.json").read_text())["history"]
+    assert [h["loss"] for h in history] == pytest.approx([h["loss"] for h in single_history], rel=1e-4)
+    # Only the chief wrote the resume state and history, in the shared work folder.
+    assert not any(p.name.startswith("kpipe-worker") for p in tmp_path.iterdir())
+
+
+def test_a_rerun_after_both_workers_stop_resumes_from_the_chiefs_backup(tmp_path):
+    for rc, _, err in finish(start_workers([sys.executable, str(WORKER), str(tmp_path), "4", "1"], tmp_path)):
+        assert rc == 0, err[-3000:]
+    assert json.loads((tmp_path / "crashed-0.json").read_text()) == [0, 1]
+    assert json.loads((tmp_path / "crashed-1.json").read_text()) == [0, 1]
+
+    for rc, _, err in finish(start_workers([sys.executable, str(WORKER), str(tmp_path), "4"], tmp_path)):
+        assert rc == 0, err[-3000:]
+    for task in (0, 1):  # both resumed at epoch 2: the other worker read the chief's backup
+        assert json.loads((tmp_path / f"epochs-{task}.json").read_text())["ran"] == [2, 3]
+    for a, b in zip(load_weights(tmp_path / "weights-0.npz"), load_weights(tmp_path / "weights-1.npz")):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_pipeline_under_two_workers_only_the_chief_exports(tmp_path):
+    command = [sys.executable, "-m", "kpipe", "run", "sentiment-bilstm", "--strategy", "multi_worker",
+               "--set", "data.limit=400", "--set", "training.epochs=1", "--set", "model.units=[8]"]
+    (rc0, out0, err0), (rc1, out1, err1) = finish(start_workers(command, tmp_path))
+    assert rc0 == 0 and rc1 == 0, err0[-2000:] + err1[-2000:]
+    assert "MultiWorkerMirroredStrategy, 2 replica(s), global batch 128" in err0
+    assert "Not the chief" in err1
+    root = tmp_path / "saved_models" / "sentiment-bilstm"
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["1"]
+    assert (root / "1" / "saved_model.pb").is_file() and (root / "1" / "history.csv").is_file()
+
+
+def test_a_worker_that_dies_makes_the_other_fail_within_a_bounded_time(tmp_path):
+    command = [sys.executable, "-m", "kpipe", "run", "sentiment-bilstm", "--strategy", "multi_worker",
+               "--set", "data.limit=300", "--set", "training.epochs=1000", "--set", "model.units=[4]",
+               "--set", "training.early_stopping_patience=0"]
+    chief, other = start_workers(command, tmp_path)
+    deadline = time.monotonic() + 240
+    seen = ""
+    while "Epoch 2/" not in seen and time.monotonic() < deadline:  # training has started on both
+        seen += chief.stderr.readline()
+        assert chief.poll() is None, seen[-2000:]
+    other.kill()
+    killed = time.monotonic()
+    _, err = chief.communicate(timeout=180)
+    waited = time.monotonic() - killed
+    assert chief.returncode == 2, (seen + err)[-3000:]
+    assert "another worker died or stopped answering" in err
+    assert "Traceback" not in err
+    assert waited < 120  # TF's coordination heartbeats; measured about 11 s here
+    assert not (tmp_path / "saved_models" / "sentiment-bilstm" / "1").exists()
+
+
+def test_a_worker_whose_cluster_never_completes_gives_up_after_the_timeout(tmp_path):
+    port, missing = free_ports(2)
+    env = tf_config_env([f"127.0.0.1:{port}", f"127.0.0.1:{missing}"], 0)
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "sentiment-bilstm", "--strategy", "multi_worker",
+                          "--set", "training.worker_timeout_s=5"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == -9  # killed by the watchdog: TF's wait cannot be interrupted from inside
+    assert "waited 5 s for the cluster" in run.stderr and f"127.0.0.1:{missing}" in run.stderr
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize("tf_config, message", [
+    (None, "needs TF_CONFIG"),
+    ("{not json", "not a valid cluster description"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}', "index 3 is out of range"),
+])
+def test_bad_tf_config_is_one_line_exit_2(tmp_path, tf_config, message):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    if tf_config is not None:
+        env["TF_CONFIG"] = tf_config
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "sentiment-bilstm", "--strategy", "multi_worker"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr
