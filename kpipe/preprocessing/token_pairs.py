@@ -1,0 +1,128 @@
+"""Tokens and ids for sequence-to-sequence pairs, in TensorFlow ops only.
+
+The same functions cut the training pairs into ids and run inside the exported SavedModel, so
+serving sees exactly the preprocessing training saw. Tokens are characters or whitespace-separated
+words; ids follow `kpipe.models.seq2seq` (0 padding, 1 unknown, 2 start, 3 end, then the tokens).
+Sources longer than `max_source_length` tokens are cut to their first `max_source_length` tokens;
+outputs stop after `max_target_length` tokens.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from kpipe.config import check_choice, check_range
+from kpipe.models.seq2seq import END, SPECIAL_TOKENS, START, UNKNOWN
+
+TOKEN_KINDS = ("char", "word")
+SPECIAL_NAMES = ["<pad>", "<unk>", "<s>", "</s>"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PairPreprocessingConfig:
+    """How sources and targets become tokens.
+
+    Args:
+        source_tokens, target_tokens: "char" (each character) or "word" (split on whitespace).
+        lowercase: lower-case sources (targets are kept as they are).
+        max_source_length: sources are cut to this many tokens (documented truncation, never an error).
+        max_target_length: training targets are cut to this many tokens; decoding stops after it.
+    """
+
+    source_tokens: str = "char"
+    target_tokens: str = "word"
+    lowercase: bool = True
+    max_source_length: int = 32
+    max_target_length: int = 32
+
+    def __post_init__(self):
+        check_choice("source_tokens", self.source_tokens, TOKEN_KINDS)
+        check_choice("target_tokens", self.target_tokens, TOKEN_KINDS)
+        check_range("max_source_length", self.max_source_length, low=1)
+        check_range("max_target_length", self.max_target_length, low=1)
+
+
+def split_tokens(strings: tf.Tensor, kind: str, lowercase: bool = False) -> tf.RaggedTensor:
+    """A batch of strings (batch,) → ragged tokens (batch, None)."""
+    strings = tf.convert_to_tensor(strings, tf.string)
+    if lowercase:
+        strings = tf.strings.lower(strings, encoding="utf-8")
+    return tf.strings.unicode_split(strings, "UTF-8") if kind == "char" else tf.strings.split(strings)
+
+
+def fit_tokens(strings: list[str], kind: str, lowercase: bool = False) -> list[str]:
+    """The token vocabulary of the training strings, most frequent first (ties alphabetical)."""
+    tokens = split_tokens(tf.constant(strings or [""]), kind, lowercase).flat_values.numpy()
+    counts = collections.Counter(t.decode("utf-8") for t in tokens)
+    return sorted(counts, key=lambda t: (-counts[t], t))
+
+
+class TokenTable(tf.Module):
+    """Token ↔ id lookups for one side (special ids first, then `tokens`)."""
+
+    def __init__(self, tokens: list[str], joiner: str):
+        super().__init__()
+        self.tokens = list(tokens)
+        self.joiner = joiner  # "" for characters, " " for words
+        ids = tf.range(SPECIAL_TOKENS, SPECIAL_TOKENS + len(tokens), dtype=tf.int64)
+        self.to_id = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant(self.tokens, tf.string), ids), default_value=UNKNOWN)
+        self.names = tf.constant(SPECIAL_NAMES + self.tokens)
+
+    @property
+    def size(self) -> int:
+        return SPECIAL_TOKENS + len(self.tokens)
+
+    def ids(self, tokens: tf.RaggedTensor) -> tf.RaggedTensor:
+        return tf.cast(tf.ragged.map_flat_values(self.to_id.lookup, tokens), tf.int32)
+
+    def join(self, ids: tf.Tensor) -> tf.Tensor:
+        """Decoded ids (batch, steps) → strings, stopping at the first end token (or padding)."""
+        ids = tf.cast(ids, tf.int32)
+        keep = tf.cumsum(tf.cast((ids == END) | (ids == 0), tf.int32), axis=1) == 0
+        ragged = tf.ragged.boolean_mask(ids, keep)
+        return tf.strings.reduce_join(tf.gather(self.names, ragged), axis=1, separator=self.joiner)
+
+
+def source_ids(strings: tf.Tensor, table: TokenTable, config: PairPreprocessingConfig) -> tf.RaggedTensor:
+    """Source strings → ragged ids, cut to `max_source_length`."""
+    tokens = split_tokens(strings, config.source_tokens, config.lowercase)
+    return table.ids(tokens)[:, :config.max_source_length]
+
+
+def target_ids(strings: tf.Tensor, table: TokenTable, config: PairPreprocessingConfig) -> tf.RaggedTensor:
+    """Target strings → ragged ids [t1, ..., tn, END], cut to `max_target_length` tokens first."""
+    tokens = split_tokens(strings, config.target_tokens)[:, :config.max_target_length]
+    ids = table.ids(tokens)
+    end = tf.fill([ids.nrows(), 1], END)
+    return tf.concat([ids, tf.RaggedTensor.from_tensor(end)], axis=1)
+
+
+def pad_batch(ragged: tf.RaggedTensor) -> tf.Tensor:
+    """Right-pad with 0 (as cuDNN needs with masks) to the longest row, at least one column wide."""
+    dense = ragged.to_tensor(0)
+    return tf.pad(dense, [[0, 0], [0, tf.maximum(0, 1 - tf.shape(dense)[1])]])
+
+
+def make_pair_dataset(pairs: list[tuple[str, str]], source_table: TokenTable, target_table: TokenTable,
+                      config: PairPreprocessingConfig, *, batch_size: int, shuffle: bool = False,
+                      seed: int = 0) -> tf.data.Dataset:
+    """Batches of ({"source", "target_in"}, target_out), right-padded per batch."""
+    sources = source_ids(tf.constant([s for s, _ in pairs]), source_table, config)
+    targets = target_ids(tf.constant([t for _, t in pairs]), target_table, config)
+    target_in = tf.concat([tf.RaggedTensor.from_tensor(tf.fill([targets.nrows(), 1], START)), targets[:, :-1]],
+                          axis=1)
+    dataset = tf.data.Dataset.from_tensor_slices((sources, target_in, targets))
+    if shuffle:
+        dataset = dataset.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.map(lambda s, i, o: ({"source": s, "target_in": i}, o))
+    return dataset.padded_batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def lengths(strings: list[str], kind: str, lowercase: bool = False) -> np.ndarray:
+    """Token counts of strings (for reports: how many sources were truncated)."""
+    return split_tokens(tf.constant(strings or [""]), kind, lowercase).row_lengths().numpy()

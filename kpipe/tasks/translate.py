@@ -1,0 +1,191 @@
+"""Sequence-to-sequence end to end: pairs → token ids → attention encoder-decoder → WER/PER → SavedModel.
+
+The export has a `translate` signature: a batch of raw strings → {"output": decoded strings,
+"attention": weights (batch, target_steps, source_steps)}, loadable with plain
+`tf.saved_model.load(path).translate(tf.constant([...]))`. Characters or words the model never saw
+map to the unknown token; an empty input gives an empty output; inputs longer than
+`preprocessing.max_source_length` tokens are cut to their first `max_source_length` tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from kpipe import export, reporting
+from kpipe.datasets.pairs import PairsDataConfig, PairSplits, load_pairs
+from kpipe.errors import KpipeError
+from kpipe.models.seq2seq import Seq2SeqConfig, Seq2SeqParts, build_seq2seq
+from kpipe.models.seq2seq_decoding import decode
+from kpipe.multi_worker import is_chief
+from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
+from kpipe.preprocessing.token_pairs import (PairPreprocessingConfig, TokenTable, fit_tokens, lengths,
+                                             make_pair_dataset, pad_batch, source_ids)
+from kpipe.sequence_metrics import corpus_bleu, error_rates
+from kpipe.training import make_strategy, train_model
+
+log = logging.getLogger(__name__)
+
+TRANSLATOR_FILE = "translator.json"
+
+
+class Translator(tf.Module):
+    """Raw strings → decoded strings and attention weights, preprocessing and decoding in one graph."""
+
+    def __init__(self, parts: Seq2SeqParts, source_table: TokenTable, target_table: TokenTable,
+                 pre: PairPreprocessingConfig, model_config: Seq2SeqConfig):
+        super().__init__()
+        self.model = parts.model
+        self.parts = parts
+        self.source_table, self.target_table = source_table, target_table
+        self.pre, self.beam_width, self.length_penalty = pre, model_config.beam_width, model_config.length_penalty
+        self.translate = tf.function(self._translate, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+
+    def _translate(self, text):
+        ids = pad_batch(source_ids(text, self.source_table, self.pre))
+        decoded, attention = decode(self.parts, ids, self.pre.max_target_length, self.beam_width,
+                                    self.length_penalty)
+        empty = tf.equal(tf.strings.length(tf.strings.strip(text)), 0)
+        output = tf.where(empty, "", self.target_table.join(decoded))  # empty in, empty out
+        return {"output": output, "attention": attention}
+
+
+def translate_batches(translator: Translator, texts: list[str], batch_size: int = 256) -> tuple[list[str], list]:
+    """Decode many strings in batches: outputs, and each one's attention trimmed to its lengths."""
+    outputs, attention = [], []
+    for start in range(0, len(texts), batch_size):
+        result = translator.translate(tf.constant(texts[start:start + batch_size]))
+        outputs += [o.decode("utf-8") for o in result["output"].numpy()]
+        attention += list(result["attention"].numpy())
+    return outputs, attention
+
+
+def _tokens(text: str, kind: str) -> list[str]:
+    return list(text) if kind == "char" else text.split()
+
+
+# === Running the pipeline ===
+
+def run_translate(config: PipelineConfig) -> RunResult:
+    """Train an attention encoder-decoder on pairs, score it on the test split and export it."""
+    pre: PairPreprocessingConfig = config.preprocessing
+    splits: PairSplits = load_pairs(config.data)
+    source_table = TokenTable(fit_tokens([s for s, _ in splits.train], pre.source_tokens, pre.lowercase),
+                              joiner="" if pre.source_tokens == "char" else " ")
+    target_table = TokenTable(fit_tokens([t for _, t in splits.train], pre.target_tokens),
+                              joiner="" if pre.target_tokens == "char" else " ")
+    too_long = int((lengths([s for s, _ in splits.train], pre.source_tokens) > pre.max_source_length).sum())
+    log.info("Tokens: %d source, %d target; %d training sources longer than %d tokens are cut",
+             len(source_table.tokens), len(target_table.tokens), too_long, pre.max_source_length)
+    model_config: Seq2SeqConfig = dataclasses.replace(
+        config.model, source_vocabulary_size=source_table.size, target_vocabulary_size=target_table.size)
+
+    strategy = make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
+    batch_size = config.training.batch_size * strategy.num_replicas_in_sync
+    seed = config.training.seed
+    train_ds = make_pair_dataset(splits.train, source_table, target_table, pre, batch_size=batch_size, shuffle=True,
+                                 seed=seed)
+    validation_ds = (make_pair_dataset(splits.validation, source_table, target_table, pre, batch_size=batch_size)
+                     if splits.validation else None)
+    built: dict[int, Seq2SeqParts] = {}
+
+    def build() -> keras.Model:
+        parts = build_seq2seq(model_config)
+        built[id(parts.model)] = parts
+        return parts.model
+
+    export_root = Path(config.export.dir) / config.name
+    work_dir = export_root / ".work" / config.fingerprint()
+    started = time.perf_counter()
+    model, history = train_model(build, loss="sparse_categorical_crossentropy", metrics=[], train_data=train_ds,
+                                 validation_data=validation_ds, config=config.training, work_dir=work_dir,
+                                 strategy=strategy)
+    train_seconds = time.perf_counter() - started
+    translator = Translator(built[id(model)], source_table, target_table, pre, model_config)
+
+    # === Test split: every distinct source once, right if the output matches any reference ===
+    references = splits.references("test")
+    sources = list(references)
+    started = time.perf_counter()
+    outputs, attention = translate_batches(translator, sources)
+    decode_seconds = time.perf_counter() - started
+    scores = error_rates([_tokens(o, pre.target_tokens) for o in outputs],
+                         [[_tokens(r, pre.target_tokens) for r in references[s]] for s in sources])
+    metrics = {
+        "pipeline": config.name,
+        "data": {"source": config.data.describe(), **splits.sizes(), "test_sources": len(sources)},
+        "word_error_rate": scores["word_error_rate"],
+        "token_error_rate": scores["token_error_rate"],
+        "decoding": "greedy" if model_config.beam_width == 1 else f"beam {model_config.beam_width}",
+        "decode_seconds": round(decode_seconds, 2),
+        "examples": [{"source": s, "output": o, "references": references[s]} for s, o in
+                     list(zip(sources, outputs))[:20]],
+        "epochs_trained": len(history), "train_seconds_this_run": round(train_seconds, 2),
+        "epoch_seconds": [round(h.get("epoch_seconds", float("nan")), 2) for h in history], "history": history,
+    }
+    if pre.source_tokens == "word" and pre.target_tokens == "word":
+        metrics["bleu"] = corpus_bleu(outputs, [references[s] for s in sources])
+    log.info("Test: word error rate %.2f%%, %s error rate %.2f%% on %d sources (%s decoding, %.1f s)",
+             100 * scores["word_error_rate"], "phoneme" if config.data.name == "cmudict" else "token",
+             100 * scores["token_error_rate"], len(sources), metrics["decoding"], decode_seconds)
+
+    shown = list(range(min(4, len(sources))))
+
+    def write(path: Path) -> None:
+        archive = keras.export.ExportArchive()
+        archive.track(model)
+        archive.track(translator)
+        archive.add_endpoint("translate", translator.translate)
+        archive.write_out(str(path), verbose=False)
+        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
+        reporting.plot_attention([(_tokens(sources[i].lower() if pre.lowercase else sources[i], pre.source_tokens),
+                                   _tokens(outputs[i], pre.target_tokens), attention[i]) for i in shown],
+                                 path / "attention.png")
+        reporting.write_json({"source_tokens": pre.source_tokens, "target_tokens": pre.target_tokens,
+                              "lowercase": pre.lowercase, "max_source_length": pre.max_source_length,
+                              "max_target_length": pre.max_target_length,
+                              "source_vocabulary": source_table.tokens, "target_vocabulary": target_table.tokens},
+                             path / TRANSLATOR_FILE)
+
+    version_dir = export.write_version(export_root, write, chief=is_chief(strategy))
+    export.finish_run(work_dir, chief=is_chief(strategy))
+    examples = ", ".join(f"{s} → {o}" for s, o in list(zip(sources, outputs))[:3])
+    summary = (f"Test word error rate {100 * scores['word_error_rate']:.2f}%, token error rate "
+               f"{100 * scores['token_error_rate']:.2f}% on {len(sources)} sources\nExamples: {examples}\n"
+               f"Exported to {version_dir} (report: metrics.json, attention.png)\n"
+               f'Try: kpipe translate {version_dir} "{sources[0]}"')
+    return RunResult(version_dir, metrics, summary)
+
+
+# === Translating with an export ===
+
+def translate_texts(model: str | Path, texts: list[str], *, export_dir: str | Path = "saved_models") -> list[str]:
+    """Decode `texts` with an exported sequence-to-sequence model.
+
+    Raises:
+        KpipeError: the export is not a sequence-to-sequence model.
+    """
+    path = export.resolve_model_dir(model, export_dir)
+    if not (path / TRANSLATOR_FILE).is_file():
+        raise KpipeError(f"{path} is not a sequence-to-sequence export (no {TRANSLATOR_FILE}); "
+                         "`kpipe translate` needs one, e.g. from `kpipe run g2p-attention`")
+    loaded = tf.saved_model.load(str(path))
+    outputs = []
+    for start in range(0, len(texts), 256):
+        result = loaded.translate(tf.constant(texts[start:start + 256]))
+        outputs += [o.decode("utf-8") for o in result["output"].numpy()]
+    return outputs
+
+
+TASK = TaskSpec(
+    name="translate",
+    data=PairsDataConfig,
+    preprocessing=PairPreprocessingConfig,
+    models={"seq2seq_attention": Seq2SeqConfig},
+    run=run_translate,
+)
