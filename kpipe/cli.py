@@ -29,6 +29,8 @@ examples:
   kpipe generate names-char --prefix Al --count 10 --temperature 0.8 --category italy
   kpipe run electricity-lstm
   kpipe forecast electricity-lstm --input recent.csv
+  kpipe run g2p-attention
+  kpipe translate g2p-attention hello tensorflow
   kpipe neighbors frog -k 5
   kpipe analogy king man woman
   kpipe similarity cat dog --vectors glove.6B.100d.txt
@@ -116,10 +118,8 @@ def _read_lines(stream_bytes: bytes, source: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-def cmd_predict(args) -> int:
-    from kpipe.export import resolve_model_dir
-
-    model_dir = resolve_model_dir(args.model, args.export_dir)  # fail fast, before loading TensorFlow
+def _input_texts(args, verb: str) -> list[str]:
+    """Texts from the arguments, then --file, else standard input (one per line)."""
     texts = list(args.texts)
     if args.file:
         path = Path(args.file)
@@ -129,7 +129,27 @@ def cmd_predict(args) -> int:
     if not texts and not sys.stdin.isatty():
         texts = _read_lines(sys.stdin.buffer.read(), "standard input")
     if not texts:
-        raise KpipeError('nothing to predict: pass texts as arguments, --file FILE, or lines on standard input')
+        raise KpipeError(f"nothing to {verb}: pass texts as arguments, --file FILE, or lines on standard input")
+    return texts
+
+
+def cmd_translate(args) -> int:
+    from kpipe.export import resolve_model_dir
+
+    model_dir = resolve_model_dir(args.model, args.export_dir)  # fail fast, before loading TensorFlow
+    texts = _input_texts(args, "translate")
+    from kpipe.tasks.translate import translate_texts
+
+    for text, output in zip(texts, translate_texts(model_dir, texts)):
+        print(json.dumps({"input": text, "output": output}, ensure_ascii=False) if args.json else f"{text}\t{output}")
+    return 0
+
+
+def cmd_predict(args) -> int:
+    from kpipe.export import resolve_model_dir
+
+    model_dir = resolve_model_dir(args.model, args.export_dir)  # fail fast, before loading TensorFlow
+    texts = _input_texts(args, "predict")
 
     from kpipe.tasks.classify import predict_texts
 
@@ -270,6 +290,18 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--json", action="store_true", help="print a JSON list")
     generate.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
     generate.set_defaults(func=cmd_generate)
+
+    translate = sub.add_parser("translate", help="decode texts with an exported sequence-to-sequence model "
+                                                 "(e.g. spellings to phonemes)",
+                               description="Print each input and its decoded output, tab-separated. Unseen "
+                                           "characters map to the unknown token, an empty input gives an empty "
+                                           "output, inputs over the model's max_source_length are cut.")
+    translate.add_argument("model", help="an export folder, a folder of versions, or a pipeline name")
+    translate.add_argument("texts", nargs="*", help="texts to decode (or --file, or lines on standard input)")
+    translate.add_argument("--file", help="a UTF-8 text file, one input per line")
+    translate.add_argument("--json", action="store_true", help="print one JSON object per line")
+    translate.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
+    translate.set_defaults(func=cmd_translate)
 
     def add_vector_args(p):
         p.add_argument("--vectors", default="glove:6B.50d",

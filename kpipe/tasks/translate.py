@@ -131,7 +131,7 @@ def run_translate(config: PipelineConfig) -> RunResult:
     if pre.source_tokens == "word" and pre.target_tokens == "word":
         metrics["bleu"] = corpus_bleu(outputs, [references[s] for s in sources])
     log.info("Test: word error rate %.2f%%, %s error rate %.2f%% on %d sources (%s decoding, %.1f s)",
-             100 * scores["word_error_rate"], "phoneme" if config.data.name == "cmudict" else "token",
+             100 * scores["word_error_rate"], "phoneme" if config.data.source == "embedded" else "token",
              100 * scores["token_error_rate"], len(sources), metrics["decoding"], decode_seconds)
 
     shown = list(range(min(4, len(sources))))

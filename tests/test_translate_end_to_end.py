@@ -1,0 +1,85 @@
+"""The translate task end to end: learns a reversal task from a CSV, exports a string → string
+SavedModel that plain TensorFlow loads, handles bad input, and runs on a CMUdict slice."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+from kpipe.cli import main
+
+pytestmark = pytest.mark.slow
+
+SMALL = ["--set", "model.encoder_units=32", "--set", "model.decoder_units=64", "--set", "model.attention_units=32",
+         "--set", "model.embedding_dim=16", "--set", "training.batch_size=64"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Spelling reversed, letter by letter ("abc" → "C B A"): attention must learn to look backwards."""
+    folder = tmp_path_factory.mktemp("translate")
+    rng = np.random.default_rng(0)
+    words = ["".join(rng.choice(list("abcdefgh"), rng.integers(2, 7))) for _ in range(3000)]
+    pd.DataFrame({"source": words, "target": [" ".join(c.upper() for c in reversed(w)) for w in words]}).to_csv(
+        folder / "pairs.csv", index=False)
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "g2p-attention", "--data", "pairs.csv",
+                          "--set", "training.epochs=6", "--set", "training.learning_rate=0.01", *SMALL],
+                         cwd=folder, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return folder, folder / "saved_models" / "g2p-attention" / "1"
+
+
+def test_learns_the_task_and_reports_error_rates_and_attention(exported):
+    _, export = exported
+    metrics = json.loads((export / "metrics.json").read_text())
+    assert metrics["word_error_rate"] < 0.2  # 0.0 when measured; untrained it is 1.0
+    assert metrics["token_error_rate"] <= metrics["word_error_rate"] + 1e-9
+    assert (export / "attention.png").stat().st_size > 10_000
+
+
+def test_plain_tensorflow_translates_raw_strings_with_attention(exported):
+    _, export = exported
+    loaded = tf.saved_model.load(str(export))
+    long_input = "abcdefgh" * 10  # 80 characters: cut to max_source_length (32)
+    result = loaded.translate(tf.constant(["abc", "", "ABC", "ab?z", long_input]))
+    outputs = [o.decode() for o in result["output"].numpy()]
+    assert outputs[0] == "C B A"
+    assert outputs[1] == ""              # empty in, empty out
+    assert outputs[2] == "C B A"         # sources are lower-cased, as in training
+    assert isinstance(outputs[3], str)   # unseen characters map to the unknown token
+    assert result["attention"].shape[0] == 5 and result["attention"].shape[2] == 32
+    assert np.isfinite(result["attention"].numpy()).all()
+    np.testing.assert_allclose(result["attention"].numpy()[0, :4].sum(-1), 1.0, rtol=1e-4)  # 3 tokens + END
+
+
+def test_cli_translate_prints_tab_separated_and_json(exported, capsys, monkeypatch):
+    folder, export = exported
+    monkeypatch.chdir(folder)
+    assert main(["translate", "g2p-attention", "bad", "cafe"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["bad\tD A B", "cafe\tE F A C"]
+    assert main(["translate", str(export), "ace", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"input": "ace", "output": "E C A"}
+
+
+def test_cli_translate_mistakes_are_one_line_exit_2(exported, tmp_path, capsys, monkeypatch):
+    folder, _ = exported
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    assert main(["translate", "g2p-attention"]) == 2
+    assert "nothing to translate" in capsys.readouterr().err
+    assert main(["translate", "no-such-model", "x"]) == 2
+    assert "no exported model" in capsys.readouterr().err
+
+
+def test_g2p_attention_runs_on_a_slice_of_cmudict(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "g2p-attention", "--set", "data.limit=600",
+                          "--set", "training.epochs=1", *SMALL], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "phoneme error rate" in run.stderr and "Test word error rate" in run.stdout
+    metrics = json.loads((tmp_path / "saved_models" / "g2p-attention" / "1" / "metrics.json").read_text())
+    assert metrics["data"]["source"] == "embedded:cmudict" and 0 <= metrics["token_error_rate"]
