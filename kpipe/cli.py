@@ -31,6 +31,9 @@ examples:
   kpipe forecast electricity-lstm --input recent.csv
   kpipe run g2p-attention
   kpipe translate g2p-attention hello tensorflow
+  kpipe run sentiment-transformer
+  kpipe embed sentiment-transformer "great crew, thanks!"
+  kpipe similar sentiment-transformer --query "lost my bag" --file tweets.txt -k 5
   kpipe neighbors frog -k 5
   kpipe analogy king man woman
   kpipe similarity cat dog --vectors glove.6B.100d.txt
@@ -142,6 +145,33 @@ def cmd_translate(args) -> int:
 
     for text, output in zip(texts, translate_texts(model_dir, texts)):
         print(json.dumps({"input": text, "output": output}, ensure_ascii=False) if args.json else f"{text}\t{output}")
+    return 0
+
+
+def cmd_embed(args) -> int:
+    from kpipe.export import resolve_model_dir
+
+    model_dir = resolve_model_dir(args.model, args.export_dir)
+    texts = _input_texts(args, "embed")
+    from kpipe.sentence_embeddings import embed_texts
+
+    for text, vector in zip(texts, embed_texts(model_dir, texts)):
+        values = [round(float(v), 6) + 0.0 for v in vector]  # + 0.0: no "-0"
+        print(json.dumps({"text": text, "embedding": values}, ensure_ascii=False) if args.json
+              else text + "\t" + " ".join(f"{v:.6g}" for v in values))
+    return 0
+
+
+def cmd_similar(args) -> int:
+    from kpipe.export import resolve_model_dir
+
+    model_dir = resolve_model_dir(args.model, args.export_dir)
+    args.texts = []
+    sentences = _input_texts(args, "rank")
+    from kpipe.sentence_embeddings import most_similar
+
+    for score, sentence in most_similar(model_dir, args.query, sentences, k=args.k):
+        print(f"{score:.4f}\t{sentence}")
     return 0
 
 
@@ -302,6 +332,25 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--json", action="store_true", help="print one JSON object per line")
     translate.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
     translate.set_defaults(func=cmd_translate)
+
+    embed = sub.add_parser("embed", help="sentence embeddings from an exported transformer classifier",
+                           description="Print each text and its embedding (masked mean of the encoder outputs).")
+    embed.add_argument("model", help="an export folder, a folder of versions, or a pipeline name")
+    embed.add_argument("texts", nargs="*", help="texts (or --file, or lines on standard input)")
+    embed.add_argument("--file", help="a UTF-8 text file, one text per line")
+    embed.add_argument("--json", action="store_true", help="print one JSON object per line")
+    embed.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
+    embed.set_defaults(func=cmd_embed)
+
+    similar = sub.add_parser("similar", help="rank sentences by cosine similarity to a query",
+                             description="Embed the query and every sentence with an exported transformer "
+                                         "classifier; print the k closest, best first.")
+    similar.add_argument("model", help="an export folder, a folder of versions, or a pipeline name")
+    similar.add_argument("--query", required=True, help="the sentence to compare with")
+    similar.add_argument("--file", help="sentences, one per line (default: standard input)")
+    similar.add_argument("-k", type=int, default=10, help="how many to print (default 10)")
+    similar.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
+    similar.set_defaults(func=cmd_similar)
 
     def add_vector_args(p):
         p.add_argument("--vectors", default="glove:6B.50d",

@@ -86,6 +86,15 @@ def resolve_model_dir(model: str | Path, export_dir: str | Path = "saved_models"
         f"export such as saved_models/sentiment-bilstm/1, or train one first with `kpipe run PIPELINE`")
 
 
+def load_saved_model(path: Path):
+    """`tf.saved_model.load`, with TensorFlow Text's ops registered first: WordPiece tokenizers
+    inside an export use them, and plain TensorFlow does not know them."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the ops; installed with keras-hub)
+
+    return tf.saved_model.load(str(path))
+
+
 def finish_run(work_dir: Path, *, chief: bool = True) -> None:
     """Delete a finished run's resume state (the chief's alone: other workers only read it)."""
     if chief:

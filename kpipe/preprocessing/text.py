@@ -19,6 +19,8 @@ from kpipe.config import check_choice, check_range
 
 STANDARDIZE = {"lower_and_strip_punctuation": "lower_and_strip_punctuation", "lower": "lower", "none": None}
 SPLIT = {"whitespace": "whitespace", "character": "character"}
+TOKENIZERS = ("words", "wordpiece")
+WORDPIECE_RESERVED = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]  # ids 0-4: padding stays 0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -33,6 +35,9 @@ class TextPreprocessingConfig:
         split: "whitespace" (words) or "character".
         length_buckets: group texts of similar length into batches, with this many buckets whose
             boundaries are quantiles of the training lengths (0 = pad each batch to its longest).
+        tokenizer: "words" (Keras `TextVectorization`: standardize, then split) or "wordpiece"
+            (keras-hub `WordPieceTokenizer` with a vocabulary of `vocabulary_size` sub-words computed
+            from the training split; lower-cases unless standardize = "none"; ignores `split`).
     """
 
     vocabulary_size: int = 20000
@@ -41,6 +46,7 @@ class TextPreprocessingConfig:
     standardize: str = "lower_and_strip_punctuation"
     split: str = "whitespace"
     length_buckets: int = 8
+    tokenizer: str = "words"
 
     def __post_init__(self):
         check_range("vocabulary_size", self.vocabulary_size, low=3)
@@ -49,11 +55,17 @@ class TextPreprocessingConfig:
         check_choice("standardize", self.standardize, STANDARDIZE)
         check_choice("split", self.split, SPLIT)
         check_range("length_buckets", self.length_buckets, low=0)
+        check_choice("tokenizer", self.tokenizer, TOKENIZERS)
 
 
-def make_vectorizer(config: TextPreprocessingConfig, vocabulary: list[str] | None = None
-                    ) -> keras.layers.TextVectorization:
-    """A TextVectorization layer giving ragged int ids (0 = padding, 1 = out-of-vocabulary)."""
+def make_vectorizer(config: TextPreprocessingConfig, vocabulary: list[str] | None = None):
+    """The layer that turns strings into ragged int ids (0 = padding): a `TextVectorization` (1 =
+    out-of-vocabulary) or, with tokenizer = "wordpiece", a keras-hub `WordPieceTokenizer`."""
+    if config.tokenizer == "wordpiece":
+        import keras_hub
+
+        return keras_hub.tokenizers.WordPieceTokenizer(vocabulary=vocabulary, lowercase=config.standardize != "none",
+                                                       name="wordpiece_tokenizer")
     return keras.layers.TextVectorization(
         max_tokens=config.vocabulary_size, standardize=STANDARDIZE[config.standardize],
         split=SPLIT[config.split], output_mode="int", ragged=True, vocabulary=vocabulary,
@@ -61,13 +73,30 @@ def make_vectorizer(config: TextPreprocessingConfig, vocabulary: list[str] | Non
 
 
 def fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig) -> list[str]:
-    """The vocabulary of the training texts, most frequent first: ["", "[UNK]", "the", ...].
+    """The vocabulary of the training texts: ["", "[UNK]", "the", ...] most frequent first, or
+    WordPiece's ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", ...] sub-words.
 
     Fit on the training split only, so validation and test scores are honest.
     """
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string)).batch(1024)
+    if config.tokenizer == "wordpiece":
+        import keras_hub
+
+        # A tf.data dataset: given a Python list, this function would read it as file names.
+        return keras_hub.tokenizers.compute_word_piece_vocabulary(
+            dataset, config.vocabulary_size, lowercase=config.standardize != "none",
+            reserved_tokens=WORDPIECE_RESERVED)
     vectorizer = make_vectorizer(config)
-    vectorizer.adapt(tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string)).batch(1024))
+    vectorizer.adapt(dataset)
     return [str(token) for token in vectorizer.get_vocabulary()]
+
+
+def vectorize(vectorizer, texts: tf.Tensor) -> tf.RaggedTensor:
+    """Ragged ids of a batch of strings (keras-hub tokenizers return Python lists when run eagerly)."""
+    ids = vectorizer(texts)
+    if isinstance(ids, list):
+        return tf.ragged.constant(ids, dtype=tf.int32, ragged_rank=1, inner_shape=())
+    return ids
 
 
 def truncate(token_ids: tf.RaggedTensor, sequence_length: int, truncating: str) -> tf.RaggedTensor:
@@ -95,7 +124,7 @@ def pad_batch(token_ids: tf.RaggedTensor | tf.Tensor) -> tf.Tensor:
 def encode_texts(vectorizer: keras.layers.TextVectorization, texts: tf.Tensor,
                  config: TextPreprocessingConfig) -> tf.Tensor:
     """Raw strings (batch,) -> right-padded token ids (batch, time); used by the export too."""
-    return pad_batch(truncate(vectorizer(texts), config.sequence_length, config.truncating))
+    return pad_batch(truncate(vectorize(vectorizer, texts), config.sequence_length, config.truncating))
 
 
 def bucket_boundaries(lengths: np.ndarray, config: TextPreprocessingConfig) -> list[int]:
@@ -134,7 +163,7 @@ def make_text_dataset(texts: np.ndarray, labels: np.ndarray, vectorizer: keras.l
     """
     ds = tf.data.Dataset.from_tensor_slices((tf.constant(list(texts), tf.string), tf.constant(labels, tf.int32)))
     ds = (ds.batch(1024)
-          .map(lambda t, y: (truncate(vectorizer(t), config.sequence_length, config.truncating), y),
+          .map(lambda t, y: (truncate(vectorize(vectorizer, t), config.sequence_length, config.truncating), y),
                num_parallel_calls=tf.data.AUTOTUNE)
           .unbatch()
           # Unbatched ragged rows arrive as rank-1 RaggedTensors; an identity map makes them dense.
@@ -154,4 +183,5 @@ def make_text_dataset(texts: np.ndarray, labels: np.ndarray, vectorizer: keras.l
 def token_lengths(texts: np.ndarray, vectorizer: keras.layers.TextVectorization) -> np.ndarray:
     """Number of tokens in each text (before truncation), as an int array."""
     ds = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string)).batch(1024)
-    return np.concatenate([vectorizer(batch).row_lengths().numpy() for batch in ds]) if len(texts) else np.array([])
+    return (np.concatenate([vectorize(vectorizer, batch).row_lengths().numpy() for batch in ds]) if len(texts)
+            else np.array([]))

@@ -22,6 +22,8 @@ from kpipe.datasets.text_classification import (TextClassificationDataConfig, Te
 from kpipe.embeddings import align_to_vocabulary, load_word_vectors
 from kpipe.errors import ConfigError, KpipeError
 from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
+from kpipe.models.transformer_classifier import (MaskedMeanPooling, TransformerClassifierConfig,
+                                                 build_transformer_classifier)
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
                                       make_text_dataset, make_vectorizer, token_lengths)
@@ -53,6 +55,20 @@ class ClassifierServing(tf.Module):
         self.vectorizer = vectorizer
         self.preprocessing = preprocessing
         self.label_names = tf.constant(list(label_names))
+        self.encoder = None
+        if any(layer.name == "encoder_output" for layer in model.layers):
+            self.encoder = keras.Model(model.inputs, model.get_layer("encoder_output").output)
+            self.pooling = MaskedMeanPooling()
+            self.embed = tf.function(self.embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+
+    def embed(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
+        """Sentence embeddings: the masked mean of the encoder outputs (transformer classifiers)."""
+        token_ids = encode_texts(self.vectorizer, text, self.preprocessing)
+        outputs = self.encoder(token_ids, training=False)
+        mask = tf.not_equal(token_ids, 0)
+        extra = tf.shape(outputs)[1] - tf.shape(mask)[1]  # a [CLS] position the model put in front
+        mask = tf.concat([tf.ones([tf.shape(mask)[0], extra], tf.bool), mask], axis=1)
+        return {"embedding": self.pooling(outputs, mask=mask)}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def serve(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -74,6 +90,8 @@ def write_classifier_export(path: Path, *, model: keras.Model, vectorizer, confi
     archive.track(model)
     archive.track(vectorizer)
     archive.add_endpoint("serve", serving.serve)
+    if serving.encoder is not None:
+        archive.add_endpoint("embed", serving.embed)
     archive.write_out(str(path), verbose=False)
     export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     (path / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
@@ -105,19 +123,22 @@ def run_classify(config: PipelineConfig) -> RunResult:
     val_ds = make_text_dataset(splits.validation.texts, splits.validation.labels, vectorizer, pre,
                                batch_size=batch_size, boundaries=boundaries)
 
-    model_config: RNNClassifierConfig = dataclasses.replace(
-        config.model, vocabulary_size=len(vocabulary), num_classes=splits.num_classes)
+    transformer = isinstance(config.model, TransformerClassifierConfig)
+    model_config = dataclasses.replace(config.model, vocabulary_size=len(vocabulary), num_classes=splits.num_classes,
+                                       **({"sequence_length": pre.sequence_length} if transformer else {}))
     pretrained, coverage = None, None
-    if model_config.pretrained_embeddings:  # loaded before training, so a bad file fails fast
+    if not transformer and model_config.pretrained_embeddings:  # loaded before training, so a bad file fails fast
         vectors = load_word_vectors(model_config.pretrained_embeddings, expected_dim=model_config.embedding_dim)
         pretrained, coverage = align_to_vocabulary(vectors, vocabulary, seed=config.training.seed)
 
     fine_tune = None
-    if model_config.embedding_training == "two_phase":
+    if not transformer and model_config.embedding_training == "two_phase":
         fine_tune = FineTuneSchedule(model_config.frozen_epochs, model_config.fine_tune_learning_rate,
                                      unfreeze=lambda model: setattr(model.get_layer("embedding"), "trainable", True))
 
     def build() -> keras.Model:
+        if transformer:
+            return build_transformer_classifier(model_config)
         model = build_rnn_classifier(model_config,
                                      trainable_embeddings=model_config.embedding_training == "trainable")
         if pretrained is not None:
@@ -181,7 +202,7 @@ def load_classifier(model: str | Path, export_dir: str | Path = "saved_models"):
     if config_file.exists() and 'task = "classify"' not in config_file.read_text(encoding="utf-8"):
         raise KpipeError(f"{path} is not a text classifier export; `kpipe predict` needs one")
     label_names = (path / "labels.txt").read_text(encoding="utf-8").splitlines()
-    return tf.saved_model.load(str(path)), label_names
+    return export.load_saved_model(path), label_names
 
 
 def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Path = "saved_models",
@@ -213,6 +234,10 @@ def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Pat
 def check_classify_config(config: PipelineConfig) -> None:
     """Rules that span config sections."""
     model = config.model
+    if isinstance(model, TransformerClassifierConfig):
+        if config.preprocessing.tokenizer != "wordpiece":
+            log.info("A transformer on whole words: preprocessing.tokenizer = \"wordpiece\" usually does better")
+        return
     if model.embedding_training == "two_phase":
         if not model.pretrained_embeddings:
             raise ConfigError('model.embedding_training="two_phase" fine-tunes pretrained vectors, but '
@@ -226,7 +251,7 @@ TASK = TaskSpec(
     name="classify",
     data=TextClassificationDataConfig,
     preprocessing=TextPreprocessingConfig,
-    models={"rnn_classifier": RNNClassifierConfig},
+    models={"rnn_classifier": RNNClassifierConfig, "transformer_classifier": TransformerClassifierConfig},
     run=run_classify,
     check=check_classify_config,
 )

@@ -1,0 +1,128 @@
+"""Transformer-encoder text classifier from keras-hub layers, built with the functional API.
+
+token ids → token + position embeddings (learned `TokenAndPositionEmbedding`, or sine
+`SinePositionEncoding` added to a token `Embedding`) → N × `TransformerEncoder` (multi-head
+self-attention, add & norm, feed-forward) with padding masked → masked mean pooling or a [CLS]
+token → Dropout → Dense. The encoder output layer is named "encoder_output", so sentence
+embeddings (masked mean of it) can be read from any trained model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+
+from kpipe.config import DERIVED, check_choice, check_range
+
+POSITION_ENCODINGS = ("learned", "sine")
+POOLINGS = ("mean", "cls")
+CLS_ID = 1  # WordPiece's reserved tokens are [PAD], [CLS], [SEP], [UNK], [MASK]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TransformerClassifierConfig:
+    """Hyperparameters of `build_transformer_classifier`.
+
+    Args:
+        family: always "transformer_classifier".
+        hidden_dim: size of the token embeddings and of every encoder layer.
+        num_layers: stacked `TransformerEncoder` layers.
+        num_heads: attention heads per layer; must divide hidden_dim.
+        intermediate_dim: width of each layer's feed-forward block.
+        dropout: dropout in the encoder layers and before the head.
+        position_encoding: "learned" (a trained embedding per position) or "sine" (fixed).
+        pooling: "mean" (masked mean of the encoder outputs) or "cls" (the output at a [CLS]
+            token the model puts in front of every text).
+        sequence_length, vocabulary_size, num_classes: set by kpipe from the preprocessing and data.
+    """
+
+    family: str = "transformer_classifier"
+    hidden_dim: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    intermediate_dim: int = 128
+    dropout: float = 0.1
+    position_encoding: str = "learned"
+    pooling: str = "mean"
+    sequence_length: int = dataclasses.field(default=200, metadata=DERIVED)
+    vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
+    num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("transformer_classifier",))
+        for name in ("hidden_dim", "num_layers", "num_heads", "intermediate_dim", "sequence_length"):
+            check_range(name, getattr(self, name), low=1)
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"`num_heads` must divide `hidden_dim` (each head gets hidden_dim / num_heads "
+                             f"dimensions). Received: hidden_dim={self.hidden_dim}, num_heads={self.num_heads}")
+        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_choice("position_encoding", self.position_encoding, POSITION_ENCODINGS)
+        check_choice("pooling", self.pooling, POOLINGS)
+        check_range("vocabulary_size", self.vocabulary_size, low=3)
+        check_range("num_classes", self.num_classes, low=2)
+
+
+@keras.saving.register_keras_serializable(package="kpipe")
+class MaskedMeanPooling(keras.layers.Layer):
+    """Mean over the time steps that are not padding: (batch, time, dim), mask → (batch, dim).
+
+    An all-padding row (an empty text) gives zeros, not NaN.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return keras.ops.mean(inputs, axis=1)
+        weights = keras.ops.cast(mask, inputs.dtype)[:, :, None]
+        total = keras.ops.sum(inputs * weights, axis=1)
+        return total / keras.ops.maximum(keras.ops.sum(weights, axis=1), keras.ops.cast(1.0, inputs.dtype))
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[2])
+
+
+def build_transformer_classifier(config: TransformerClassifierConfig) -> keras.Model:
+    """Build the classifier: int ids (batch, time), right-padded with 0 → class probabilities.
+
+    Example:
+        >>> model = build_transformer_classifier(TransformerClassifierConfig(vocabulary_size=500, num_classes=3))
+        >>> model.output_shape
+        (None, 3)
+    """
+    import keras_hub
+
+    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    ids = token_ids
+    length = config.sequence_length
+    if config.pooling == "cls":
+        cls = keras.ops.full_like(ids[:, :1], CLS_ID)
+        ids = keras.ops.concatenate([cls, ids], axis=1)
+        length += 1
+    padding_mask = keras.ops.not_equal(ids, 0)
+    if config.position_encoding == "learned":
+        x = keras_hub.layers.TokenAndPositionEmbedding(config.vocabulary_size, length, config.hidden_dim,
+                                                       name="token_and_position_embedding")(ids)
+    else:
+        tokens = keras.layers.Embedding(config.vocabulary_size, config.hidden_dim, name="token_embedding")(ids)
+        x = tokens + keras_hub.layers.SinePositionEncoding(name="sine_position_encoding")(tokens)
+    x = keras.layers.Dropout(config.dropout)(x)
+    for i in range(config.num_layers):
+        x = keras_hub.layers.TransformerEncoder(config.intermediate_dim, config.num_heads, dropout=config.dropout,
+                                                name=f"transformer_encoder_{i}")(x, padding_mask=padding_mask)
+    x = keras.layers.Identity(name="encoder_output")(x)
+    if config.pooling == "cls":
+        pooled = x[:, 0, :]
+    else:
+        pooled = MaskedMeanPooling(name="mean_pooling")(x, mask=padding_mask)
+    pooled = keras.layers.Dropout(config.dropout)(pooled)
+    binary = config.num_classes == 2
+    outputs = keras.layers.Dense(1 if binary else config.num_classes, activation="sigmoid" if binary else "softmax",
+                                 dtype="float32", name="probabilities")(pooled)
+    return keras.Model(token_ids, outputs, name="transformer_classifier")

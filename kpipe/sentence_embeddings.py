@@ -1,0 +1,50 @@
+"""Sentence embeddings from an exported transformer classifier, and ranking sentences by cosine similarity.
+
+The export's `embed` signature runs the WordPiece tokenizer and the encoder and returns the masked
+mean of the encoder outputs (padding excluded); an empty string embeds as zeros, never NaN.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from kpipe import export
+from kpipe.errors import KpipeError
+
+
+def embed_texts(model: str | Path, texts: list[str], *, export_dir: str | Path = "saved_models",
+                batch_size: int = 256) -> np.ndarray:
+    """(len(texts), hidden_dim) float32 embeddings of raw strings.
+
+    Raises:
+        KpipeError: the export has no `embed` signature (only transformer classifiers have one).
+    """
+    import tensorflow as tf
+
+    path = export.resolve_model_dir(model, export_dir)
+    loaded = export.load_saved_model(path)
+    if not hasattr(loaded, "embed"):
+        raise KpipeError(f"{path} has no `embed` signature: sentence embeddings come from transformer classifiers "
+                         "(e.g. `kpipe run sentiment-transformer`)")
+    parts = [loaded.embed(tf.constant(texts[i:i + batch_size]))["embedding"].numpy()
+             for i in range(0, len(texts), batch_size)]
+    return np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
+
+
+def cosine_similarities(query: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """Cosine of `query` (d,) with each row of `vectors` (n, d); 0 for an all-zero vector."""
+    norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query)
+    return np.divide(vectors @ query, norms, out=np.zeros(len(vectors), np.float64), where=norms > 0)
+
+
+def most_similar(model: str | Path, query: str, sentences: list[str], *, k: int = 10,
+                 export_dir: str | Path = "saved_models") -> list[tuple[float, str]]:
+    """The `k` sentences closest to `query` by cosine similarity of their embeddings, best first."""
+    if k < 1:
+        raise KpipeError(f"-k must be >= 1. Received: {k}")
+    vectors = embed_texts(model, [query] + list(sentences), export_dir=export_dir)
+    scores = cosine_similarities(vectors[0], vectors[1:])
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [(float(scores[i]), sentences[i]) for i in order]

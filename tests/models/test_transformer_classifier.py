@@ -1,0 +1,33 @@
+"""The transformer classifier: padding never changes the output, pooling pinned to NumPy, config errors."""
+
+import numpy as np
+import pytest
+
+from kpipe.models.transformer_classifier import (MaskedMeanPooling, TransformerClassifierConfig,
+                                                 build_transformer_classifier)
+
+
+@pytest.mark.parametrize("position_encoding", ["learned", "sine"])
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_right_padding_does_not_change_the_output_and_empty_texts_are_finite(position_encoding, pooling):
+    model = build_transformer_classifier(TransformerClassifierConfig(
+        vocabulary_size=50, num_classes=3, sequence_length=10, hidden_dim=16, num_heads=2, intermediate_dim=32,
+        position_encoding=position_encoding, pooling=pooling))
+    short = model(np.array([[5, 6, 7]]), training=False).numpy()
+    padded = model(np.array([[5, 6, 7, 0, 0, 0]]), training=False).numpy()
+    np.testing.assert_allclose(short, padded, rtol=1e-5, atol=1e-6)
+    assert np.isfinite(model(np.zeros((2, 4), "int32"), training=False).numpy()).all()
+    assert model.output_shape == (None, 3)
+
+
+def test_masked_mean_pooling_matches_numpy():
+    x = np.random.default_rng(0).normal(size=(2, 4, 3)).astype("float32")
+    mask = np.array([[True, True, False, False], [False, False, False, False]])
+    out = MaskedMeanPooling()(x, mask=mask).numpy()
+    np.testing.assert_allclose(out[0], x[0, :2].mean(axis=0), rtol=1e-6)
+    np.testing.assert_array_equal(out[1], np.zeros(3))  # an empty text embeds as zeros
+
+
+def test_heads_that_do_not_divide_the_hidden_size_are_caught_before_building():
+    with pytest.raises(ValueError, match=r"num_heads.*divide.*hidden_dim=30, num_heads=4"):
+        TransformerClassifierConfig(hidden_dim=30, num_heads=4)

@@ -1,0 +1,78 @@
+"""sentiment-transformer on a slice of the embedded tweets: WordPiece inside the export, predict,
+sentence embeddings (`embed` signature, `kpipe embed`, `kpipe similar`) and their mistakes."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kpipe.cli import main
+from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("transformer")
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "sentiment-transformer", "--set", "data.limit=1500",
+                          "--set", "training.epochs=1", "--set", "preprocessing.vocabulary_size=2000"],
+                         cwd=folder, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return folder, folder / "saved_models" / "sentiment-transformer" / "1"
+
+
+def test_wordpiece_vocabulary_is_fitted_on_training_text_with_reserved_tokens_first():
+    texts = np.array(["unbelievably good flight", "unbelievable delays", "good crew"] * 10)
+    vocabulary = fit_vocabulary(texts, TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=100))
+    assert vocabulary[:5] == ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
+    assert "good" in vocabulary and any(token.startswith("##") for token in vocabulary)
+
+
+def test_export_takes_raw_strings_and_embeds_with_the_tokenizer_inside(exported):
+    _, export = exported
+    import tensorflow_text  # noqa: F401  (the WordPiece ops; see README)
+
+    loaded = tf.saved_model.load(str(export))
+    texts = tf.constant(["@united great crew, thanks!", "", "delay " * 300])  # empty and over-long inputs
+    probabilities = loaded.serve(texts)["probabilities"].numpy()
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    embeddings = loaded.embed(texts)["embedding"].numpy()
+    assert embeddings.shape == (3, 64) and np.isfinite(embeddings).all()
+    np.testing.assert_array_equal(embeddings[1], 0.0)  # nothing to average: zeros, not NaN
+    metrics = json.loads((export / "metrics.json").read_text())
+    assert 0.0 <= metrics["accuracy"] <= 1.0
+    vocabulary = (export / "vocabulary.txt").read_text().splitlines()
+    assert vocabulary[0] == "[PAD]" and len(vocabulary) <= 2000
+
+
+def test_cli_embed_and_similar(exported, tmp_path, capsys, monkeypatch):
+    folder, _ = exported
+    monkeypatch.chdir(folder)
+    assert main(["embed", "sentiment-transformer", "great crew", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["text"] == "great crew" and len(row["embedding"]) == 64
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("great crew\nlost my bag\nflight delayed\n", encoding="utf-8")
+    assert main(["similar", "sentiment-transformer", "--query", "great crew", "--file", str(sentences), "-k", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].endswith("\tgreat crew") and float(lines[0].split("\t")[0]) == \
+        pytest.approx(1.0, abs=1e-4)  # a sentence is closest to itself
+
+
+def test_similar_with_a_missing_file_is_one_line_exit_2(exported, capsys, monkeypatch):
+    folder, _ = exported
+    monkeypatch.chdir(folder)
+    assert main(["similar", "sentiment-transformer", "--query", "x", "--file", "missing.txt"]) == 2
+    assert "--file not found" in capsys.readouterr().err
+
+
+def test_embed_on_an_export_without_an_embed_signature_is_one_line_exit_2(tmp_path, capsys):
+    module = tf.Module()
+    module.serve = tf.function(lambda x: x, input_signature=[tf.TensorSpec([None], tf.string)])
+    tf.saved_model.save(module, str(tmp_path / "plain"))
+    assert main(["embed", str(tmp_path / "plain"), "hello"]) == 2
+    assert "has no `embed` signature" in capsys.readouterr().err
