@@ -159,17 +159,21 @@ def fit(model: keras.Model, train_data: tf.data.Dataset, validation_data: tf.dat
     validation = (strategy.experimental_distribute_dataset(_shard_by_example(validation_data))
                   if validation_data is not None else None)
 
-    def replica_train_step(x, y):
+    def replica_train_step(*batch):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
         with tf.GradientTape() as tape:
             y_pred = model(x, training=True)
-            loss = model.compute_loss(x=x, y=y, y_pred=y_pred, training=True)  # already / replicas
+            loss = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                      training=True)  # already / replicas
             scaled = model.optimizer.scale_loss(loss)  # loss scaling under mixed_float16
         gradients = tape.gradient(scaled, model.trainable_variables)
         model.optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         return loss
 
-    def replica_test_step(x, y):
-        return model.compute_loss(x=x, y=y, y_pred=model(x, training=False), training=False)
+    def replica_test_step(*batch):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
+        return model.compute_loss(x=x, y=y, y_pred=model(x, training=False), sample_weight=sample_weight,
+                                  training=False)
 
     # One trace for all batch shapes (length buckets, last partial batch).
     @tf.function(input_signature=[train.element_spec])

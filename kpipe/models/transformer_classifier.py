@@ -17,7 +17,7 @@ from kpipe.config import DERIVED, check_choice, check_range
 
 POSITION_ENCODINGS = ("learned", "sine")
 POOLINGS = ("mean", "cls")
-CLS_ID = 1  # WordPiece's reserved tokens are [PAD], [CLS], [SEP], [UNK], [MASK]
+CLS_ID, MASK_ID = 1, 4  # WordPiece's reserved tokens are [PAD], [CLS], [SEP], [UNK], [MASK]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,6 +34,9 @@ class TransformerClassifierConfig:
         position_encoding: "learned" (a trained embedding per position) or "sine" (fixed).
         pooling: "mean" (masked mean of the encoder outputs) or "cls" (the output at a [CLS]
             token the model puts in front of every text).
+        pretrain_epochs: epochs of masked-LM pretraining of the encoder on the training texts
+            (labels unused) before the classifier is trained from it; 0 = train from scratch.
+        mask_rate: share of tokens the masked-LM pretraining hides and predicts (BERT: 0.15).
         sequence_length, vocabulary_size, num_classes: set by kpipe from the preprocessing and data.
     """
 
@@ -45,6 +48,8 @@ class TransformerClassifierConfig:
     dropout: float = 0.1
     position_encoding: str = "learned"
     pooling: str = "mean"
+    pretrain_epochs: int = 0
+    mask_rate: float = 0.15
     sequence_length: int = dataclasses.field(default=200, metadata=DERIVED)
     vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
     num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
@@ -59,6 +64,8 @@ class TransformerClassifierConfig:
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_choice("position_encoding", self.position_encoding, POSITION_ENCODINGS)
         check_choice("pooling", self.pooling, POOLINGS)
+        check_range("pretrain_epochs", self.pretrain_epochs, low=0)
+        check_range("mask_rate", self.mask_rate, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         check_range("vocabulary_size", self.vocabulary_size, low=3)
         check_range("num_classes", self.num_classes, low=2)
 
@@ -126,3 +133,34 @@ def build_transformer_classifier(config: TransformerClassifierConfig) -> keras.M
     outputs = keras.layers.Dense(1 if binary else config.num_classes, activation="sigmoid" if binary else "softmax",
                                  dtype="float32", name="probabilities")(pooled)
     return keras.Model(token_ids, outputs, name="transformer_classifier")
+
+
+def build_masked_lm(config: TransformerClassifierConfig) -> keras.Model:
+    """The classifier's encoder under keras-hub's `MaskedLMHead` (tied to the token embedding).
+
+    Inputs: {"token_ids": masked ids (batch, time), "mask_positions": (batch, masks)}; output:
+    probabilities over the vocabulary at each masked position. The encoder is the sub-model
+    named "encoder", whose layers carry the classifier's layer names, so its weights move into a
+    classifier by name (`encoder_weights`).
+    """
+    import keras_hub
+
+    classifier = build_transformer_classifier(config)
+    encoder = keras.Model(classifier.input, classifier.get_layer("encoder_output").output, name="encoder")
+    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    mask_positions = keras.Input((None,), dtype="int32", name="mask_positions")
+    encoded = encoder(token_ids)
+    if config.pooling == "cls":  # the encoder put a [CLS] position in front
+        mask_positions_in_encoded = mask_positions + 1
+    else:
+        mask_positions_in_encoded = mask_positions
+    embedding = (classifier.get_layer("token_and_position_embedding").token_embedding
+                 if config.position_encoding == "learned" else classifier.get_layer("token_embedding"))
+    outputs = keras_hub.layers.MaskedLMHead(token_embedding=embedding, activation="softmax", dtype="float32",
+                                            name="masked_lm_head")(encoded, mask_positions=mask_positions_in_encoded)
+    return keras.Model({"token_ids": token_ids, "mask_positions": mask_positions}, outputs, name="masked_lm")
+
+
+def encoder_weights(masked_lm: keras.Model) -> dict[str, list]:
+    """Layer name → weights of every encoder layer of a `build_masked_lm` model."""
+    return {layer.name: layer.get_weights() for layer in masked_lm.get_layer("encoder").layers if layer.weights}

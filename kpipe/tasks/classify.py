@@ -23,12 +23,13 @@ from kpipe.embeddings import align_to_vocabulary, load_word_vectors
 from kpipe.errors import ConfigError, KpipeError
 from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
 from kpipe.models.transformer_classifier import (MaskedMeanPooling, TransformerClassifierConfig,
-                                                 build_transformer_classifier)
+                                                 build_masked_lm, build_transformer_classifier, encoder_weights)
+from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
                                       make_text_dataset, make_vectorizer, token_lengths)
 from kpipe.multi_worker import is_chief
-from kpipe.training import FineTuneSchedule, make_strategy, train_model
+from kpipe.training import FineTuneSchedule, TrainingConfig, make_strategy, train_model
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,34 @@ def write_classifier_export(path: Path, *, model: keras.Model, vectorizer, confi
 
 # === Running the pipeline ===
 
+def pretrain_encoder(splits: TextSplits, vectorizer, pre: TextPreprocessingConfig,
+                     model_config: TransformerClassifierConfig, training: TrainingConfig, work_dir: Path,
+                     strategy) -> tuple[dict[str, list], dict]:
+    """Masked-LM pretraining of the transformer encoder on the training texts (labels unused).
+
+    Returns:
+        (encoder layer name → weights, a report: epochs, masked-token loss and accuracy per epoch).
+    """
+    batch_size = training.batch_size * strategy.num_replicas_in_sync
+
+    def dataset(texts, shuffle):
+        return make_masked_lm_dataset(texts, vectorizer, pre, vocabulary_size=model_config.vocabulary_size,
+                                      mask_rate=model_config.mask_rate, batch_size=batch_size, shuffle=shuffle,
+                                      seed=training.seed)
+
+    log.info("Masked-LM pretraining: %d epoch(s) on %d training texts, %.0f%% of tokens masked",
+             model_config.pretrain_epochs, len(splits.train), 100 * model_config.mask_rate)
+    started = time.perf_counter()
+    masked_lm, history = train_model(
+        lambda: build_masked_lm(model_config), loss="sparse_categorical_crossentropy",
+        metrics=["sparse_categorical_accuracy"], train_data=dataset(splits.train.texts, True),
+        validation_data=dataset(splits.validation.texts, False) if len(splits.validation) else None,
+        config=dataclasses.replace(training, epochs=model_config.pretrain_epochs), work_dir=work_dir,
+        strategy=strategy)
+    report = {"epochs": len(history), "seconds": round(time.perf_counter() - started, 2), "history": history}
+    return encoder_weights(masked_lm), report
+
+
 def run_classify(config: PipelineConfig) -> RunResult:
     """Train, evaluate and export a text classifier as described by `config`.
 
@@ -136,9 +165,19 @@ def run_classify(config: PipelineConfig) -> RunResult:
         fine_tune = FineTuneSchedule(model_config.frozen_epochs, model_config.fine_tune_learning_rate,
                                      unfreeze=lambda model: setattr(model.get_layer("embedding"), "trainable", True))
 
+    export_root = Path(config.export.dir) / config.name
+    work_dir = export_root / ".work" / config.fingerprint()
+    pretrained_encoder, pretraining = {}, None
+    if transformer and model_config.pretrain_epochs:
+        pretrained_encoder, pretraining = pretrain_encoder(splits, vectorizer, pre, model_config, config.training,
+                                                           work_dir / "masked_lm", strategy)
+
     def build() -> keras.Model:
         if transformer:
-            return build_transformer_classifier(model_config)
+            model = build_transformer_classifier(model_config)
+            for name, weights in pretrained_encoder.items():  # start from the masked-LM encoder
+                model.get_layer(name).set_weights(weights)
+            return model
         model = build_rnn_classifier(model_config,
                                      trainable_embeddings=model_config.embedding_training == "trainable")
         if pretrained is not None:
@@ -148,8 +187,6 @@ def run_classify(config: PipelineConfig) -> RunResult:
         return model
 
     binary = splits.num_classes == 2
-    export_root = Path(config.export.dir) / config.name
-    work_dir = export_root / ".work" / config.fingerprint()
     started = time.perf_counter()
     model, history = train_model(
         build,
@@ -175,6 +212,7 @@ def run_classify(config: PipelineConfig) -> RunResult:
         "train_seconds_this_run": round(train_seconds, 2),
         "epoch_seconds": [round(h.get("epoch_seconds", float("nan")), 2) for h in history],
         "history": history,
+        "masked_lm_pretraining": pretraining,
     })
     log.info("Test accuracy %.4f, macro F1 %.4f on %d examples", metrics["accuracy"], metrics["macro_f1"],
              len(splits.test))

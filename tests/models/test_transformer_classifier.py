@@ -31,3 +31,22 @@ def test_masked_mean_pooling_matches_numpy():
 def test_heads_that_do_not_divide_the_hidden_size_are_caught_before_building():
     with pytest.raises(ValueError, match=r"num_heads.*divide.*hidden_dim=30, num_heads=4"):
         TransformerClassifierConfig(hidden_dim=30, num_heads=4)
+
+
+def test_masked_lm_encoder_weights_move_into_a_classifier_by_name():
+    from kpipe.models.transformer_classifier import build_masked_lm, encoder_weights
+
+    config = TransformerClassifierConfig(vocabulary_size=40, num_classes=2, sequence_length=8, hidden_dim=8,
+                                         num_heads=2, intermediate_dim=8, pooling="cls")
+    masked_lm = build_masked_lm(config)
+    ids = np.array([[5, 6, 7, 8, 0], [9, 4, 10, 0, 0]], "int32")
+    probabilities = masked_lm({"token_ids": ids, "mask_positions": np.array([[1, 2], [0, 2]], "int32")})
+    assert probabilities.shape == (2, 2, 40)  # a distribution over the vocabulary at each masked position
+    classifier = build_transformer_classifier(config)
+    for name, weights in encoder_weights(masked_lm).items():
+        classifier.get_layer(name).set_weights(weights)
+    import keras
+
+    features = keras.Model(classifier.input, classifier.get_layer("encoder_output").output)
+    np.testing.assert_allclose(features(ids, training=False), masked_lm.get_layer("encoder")(ids, training=False),
+                               rtol=1e-5, atol=1e-6)
