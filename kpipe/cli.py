@@ -321,26 +321,24 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
     generate.set_defaults(func=cmd_generate)
 
+    def add_model_and_texts(p, func):
+        p.add_argument("model", help="an export folder, a folder of versions, or a pipeline name")
+        p.add_argument("texts", nargs="*", help="texts (or --file, or lines on standard input)")
+        p.add_argument("--file", help="a UTF-8 text file, one text per line")
+        p.add_argument("--json", action="store_true", help="print one JSON object per line")
+        p.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
+        p.set_defaults(func=func)
+
     translate = sub.add_parser("translate", help="decode texts with an exported sequence-to-sequence model "
                                                  "(e.g. spellings to phonemes)",
                                description="Print each input and its decoded output, tab-separated. Unseen "
                                            "characters map to the unknown token, an empty input gives an empty "
                                            "output, inputs over the model's max_source_length are cut.")
-    translate.add_argument("model", help="an export folder, a folder of versions, or a pipeline name")
-    translate.add_argument("texts", nargs="*", help="texts to decode (or --file, or lines on standard input)")
-    translate.add_argument("--file", help="a UTF-8 text file, one input per line")
-    translate.add_argument("--json", action="store_true", help="print one JSON object per line")
-    translate.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
-    translate.set_defaults(func=cmd_translate)
+    add_model_and_texts(translate, cmd_translate)
 
     embed = sub.add_parser("embed", help="sentence embeddings from an exported transformer classifier",
                            description="Print each text and its embedding (masked mean of the encoder outputs).")
-    embed.add_argument("model", help="an export folder, a folder of versions, or a pipeline name")
-    embed.add_argument("texts", nargs="*", help="texts (or --file, or lines on standard input)")
-    embed.add_argument("--file", help="a UTF-8 text file, one text per line")
-    embed.add_argument("--json", action="store_true", help="print one JSON object per line")
-    embed.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
-    embed.set_defaults(func=cmd_embed)
+    add_model_and_texts(embed, cmd_embed)
 
     similar = sub.add_parser("similar", help="rank sentences by cosine similarity to a query",
                              description="Embed the query and every sentence with an exported transformer "

@@ -14,7 +14,6 @@ categories, and the same file always gives the same split.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import unicodedata
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 from kpipe.config import check_choice, check_range, check_split_fractions, did_you_mean
 from kpipe.datasets import files
 from kpipe.datasets.embedded import package_dir
+from kpipe.datasets.splits import split_of_key
 from kpipe.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -128,12 +128,6 @@ def _read_file(config: NamesDataConfig) -> list[tuple[str, str]]:
 
 # === Splitting ===
 
-def _split_of(name: str, seed: int, validation: float, test: float) -> str:
-    digest = hashlib.sha256(f"{seed}:{name}".encode("utf-8")).digest()
-    u = int.from_bytes(digest[:8], "big") / 2 ** 64
-    return "test" if u < test else "validation" if u < test + validation else "train"
-
-
 def load_names(config: NamesDataConfig) -> NameSplits:
     """Read, filter and split names as `config` says.
 
@@ -164,7 +158,8 @@ def load_names(config: NamesDataConfig) -> NameSplits:
         raise DataError(f"{config.describe()} has no names")
     splits = {"train": [], "validation": [], "test": []}
     for pair in pairs:
-        splits[_split_of(pair[0], config.seed, config.validation_fraction, config.test_fraction)].append(pair)
+        splits[split_of_key(pair[0], seed=config.seed, validation_fraction=config.validation_fraction,
+                            test_fraction=config.test_fraction)].append(pair)
     if not splits["train"] or not splits["test"]:
         raise DataError(f"{config.describe()} has {len(pairs)} names: too few to split into train and test")
     categories = sorted({c for _, c in pairs if c}) if any(c for _, c in pairs) else []

@@ -13,7 +13,6 @@ and a test word counts as correct if the output matches any of its pronunciation
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import re
 import unicodedata
@@ -21,6 +20,7 @@ import unicodedata
 from kpipe.config import check_choice, check_range, check_split_fractions, did_you_mean
 from kpipe.datasets import files
 from kpipe.datasets.embedded import package_dir
+from kpipe.datasets.splits import split_of_key
 from kpipe.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -116,11 +116,6 @@ def _read_file(config: PairsDataConfig) -> list[tuple[str, str]]:
             if str(s).strip() and str(t).strip()]
 
 
-def _split_of(source: str, seed: int, validation: float, test: float) -> str:
-    u = int.from_bytes(hashlib.sha256(f"{seed}:{source}".encode("utf-8")).digest()[:8], "big") / 2 ** 64
-    return "test" if u < test else "validation" if u < test + validation else "train"
-
-
 def load_pairs(config: PairsDataConfig) -> PairSplits:
     """Read and split pairs as `config` says.
 
@@ -144,7 +139,8 @@ def load_pairs(config: PairsDataConfig) -> PairSplits:
             pairs = [p for p in pairs if p[0] in kept]
     splits = {"train": [], "validation": [], "test": []}
     for pair in pairs:
-        splits[_split_of(pair[0], config.seed, config.validation_fraction, config.test_fraction)].append(pair)
+        splits[split_of_key(pair[0], seed=config.seed, validation_fraction=config.validation_fraction,
+                            test_fraction=config.test_fraction)].append(pair)
     if not splits["train"] or not splits["test"]:
         raise DataError(f"{config.describe()} has {len(pairs)} pairs: too few to split into train and test")
     result = PairSplits(splits["train"], splits["validation"], splits["test"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from kpipe.config import check_range
@@ -26,3 +28,11 @@ def split_indices(n: int, *, validation_fraction: float, test_fraction: float,
         raise ValueError(f"{n} examples are too few to split into train/validation/test "
                          f"with validation_fraction={validation_fraction}, test_fraction={test_fraction}")
     return order[n_test + n_val:], order[n_test:n_test + n_val], order[:n_test]
+
+
+def split_of_key(key: str, *, seed: int, validation_fraction: float, test_fraction: float) -> str:
+    """"train", "validation" or "test" for `key`, from a seeded hash of it: every example sharing a
+    key (all spellings of a name, all pronunciations of a word) lands in the same split, the same
+    way on every machine and run."""
+    u = int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode("utf-8")).digest()[:8], "big") / 2 ** 64
+    return "test" if u < test_fraction else "validation" if u < test_fraction + validation_fraction else "train"
