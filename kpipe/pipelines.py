@@ -89,8 +89,9 @@ def run_pipeline(config: PipelineConfig):
     """Run a pipeline end to end; returns the task's result (export folder and metrics)."""
     from kpipe.training import make_strategy
 
-    if config.training.strategy in ("auto", "multi_worker"):
-        # A multi-worker strategy must exist before TensorFlow runs anything (loading data does).
+    if config.training.strategy in ("auto", "multi_worker", "tpu"):
+        # A multi-worker strategy must exist before TensorFlow runs anything (loading data does);
+        # a missing TPU is reported before the data is loaded.
         make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
     from kpipe.tasks import TASKS
 

@@ -167,3 +167,10 @@ def test_mirrored_strategy_runs_two_replicas_on_two_logical_cpus(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert "with MirroredStrategy, 2 replica(s), global batch 128" in run.stderr
     assert (tmp_path / "saved_models" / "sentiment-bilstm" / "1" / "saved_model.pb").is_file()
+
+
+def test_tpu_strategy_without_a_tpu_is_a_one_line_error():
+    from kpipe.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="strategy 'tpu' found no TPU"):
+        make_strategy("tpu")
