@@ -123,7 +123,7 @@ def _read_lines(stream_bytes: bytes, source: str) -> list[str]:
 
 def _input_texts(args, verb: str) -> list[str]:
     """Texts from the arguments, then --file, else standard input (one per line)."""
-    texts = list(args.texts)
+    texts = list(getattr(args, "texts", []))  # `similar` takes its sentences from --file or stdin only
     if args.file:
         path = Path(args.file)
         if not path.is_file():
@@ -166,7 +166,6 @@ def cmd_similar(args) -> int:
     from kpipe.export import resolve_model_dir
 
     model_dir = resolve_model_dir(args.model, args.export_dir)
-    args.texts = []
     sentences = _input_texts(args, "rank")
     from kpipe.sentence_embeddings import most_similar
 
