@@ -86,6 +86,19 @@ def resolve_model_dir(model: str | Path, export_dir: str | Path = "saved_models"
         f"export such as saved_models/sentiment-bilstm/1, or train one first with `kpipe run PIPELINE`")
 
 
+def write_saved_model(path: Path, *, tracked: list, endpoints: dict) -> None:
+    """Write a SavedModel at `path` holding `tracked` objects (models, layers, tf.Modules) and the
+    given endpoints (name → tf.function with an input signature): what plain TF serving loads."""
+    import keras
+
+    archive = keras.export.ExportArchive()
+    for item in tracked:
+        archive.track(item)
+    for name, function in endpoints.items():
+        archive.add_endpoint(name, function)
+    archive.write_out(str(path), verbose=False)
+
+
 def load_saved_model(path: Path):
     """`tf.saved_model.load`, with TensorFlow Text's ops registered first: WordPiece tokenizers
     inside an export use them, and plain TensorFlow does not know them."""

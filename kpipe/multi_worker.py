@@ -180,11 +180,9 @@ def fit(model: keras.Model, train_data: tf.data.Dataset, validation_data: tf.dat
     def train_step(batch):
         return strategy.reduce("SUM", strategy.run(replica_train_step, args=batch), axis=None)
 
-    test_step = None
-    if validation is not None:
-        @tf.function(input_signature=[validation.element_spec])
-        def test_step(batch):
-            return strategy.reduce("SUM", strategy.run(replica_test_step, args=batch), axis=None)
+    @tf.function(input_signature=[validation.element_spec] if validation is not None else None)
+    def test_step(batch):
+        return strategy.reduce("SUM", strategy.run(replica_test_step, args=batch), axis=None)
 
     def mean_loss(step, dataset) -> float:
         total, steps = 0.0, 0

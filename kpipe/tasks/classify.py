@@ -86,14 +86,9 @@ def write_classifier_export(path: Path, *, model: keras.Model, vectorizer, confi
                             label_names: Sequence[str], vocabulary: list[str], metrics: dict,
                             history: list[dict], work_dir: Path) -> None:
     """Write the SavedModel and everything a user needs beside it into `path`."""
-    archive = keras.export.ExportArchive()
     serving = ClassifierServing(model, vectorizer, config.preprocessing, label_names)
-    archive.track(model)
-    archive.track(vectorizer)
-    archive.add_endpoint("serve", serving.serve)
-    if serving.encoder is not None:
-        archive.add_endpoint("embed", serving.embed)
-    archive.write_out(str(path), verbose=False)
+    endpoints = {"serve": serving.serve, **({"embed": serving.embed} if serving.encoder is not None else {})}
+    export.write_saved_model(path, tracked=[model, vectorizer], endpoints=endpoints)
     export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     (path / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
     (path / "vocabulary.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf-8")

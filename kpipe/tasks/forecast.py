@@ -63,10 +63,7 @@ def write_forecaster_export(path: Path, *, model: keras.Model, scaler: Scaler, c
     """Write the SavedModel and everything a user needs beside it into `path`."""
     windows: WindowConfig = config.preprocessing
     serving = ForecasterServing(model, scaler, windows.window, series.num_features)
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.add_endpoint("serve", serving.serve)
-    archive.write_out(str(path), verbose=False)
+    export.write_saved_model(path, tracked=[model], endpoints={"serve": serving.serve})
     export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     frequency = pd.infer_freq(series.times) if series.times is not None and len(series.times) >= 3 else None
     reporting.write_json({

@@ -232,11 +232,7 @@ def run_generate(config: PipelineConfig) -> RunResult:
              {c: s[:3] for c, s in list(samples.items())[:4]})
 
     def write(path: Path) -> None:
-        archive = keras.export.ExportArchive()
-        archive.track(model)
-        archive.track(serving)
-        archive.add_endpoint("generate", serving.generate)
-        archive.write_out(str(path), verbose=False)
+        export.write_saved_model(path, tracked=[model, serving], endpoints={"generate": serving.generate})
         export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
         reporting.write_json({"characters": vocabulary.chars, "categories": categories,
                               "max_length": pre.max_length, "lowercase": pre.lowercase}, path / GENERATOR_FILE)

@@ -137,11 +137,7 @@ def run_translate(config: PipelineConfig) -> RunResult:
     shown = list(range(min(4, len(sources))))
 
     def write(path: Path) -> None:
-        archive = keras.export.ExportArchive()
-        archive.track(model)
-        archive.track(translator)
-        archive.add_endpoint("translate", translator.translate)
-        archive.write_out(str(path), verbose=False)
+        export.write_saved_model(path, tracked=[model, translator], endpoints={"translate": translator.translate})
         export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
         reporting.plot_attention([(_tokens(sources[i].lower() if pre.lowercase else sources[i], pre.source_tokens),
                                    _tokens(outputs[i], pre.target_tokens), attention[i]) for i in shown],

@@ -13,7 +13,6 @@ import logging
 import time
 from pathlib import Path
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -100,11 +99,8 @@ def run_word2vec(config: PipelineConfig) -> RunResult:
     log.info("%.0f words/s; neighbours: %s", words_per_second, {w: n[:4] for w, n in list(neighbours.items())[:4]})
 
     def write(path: Path) -> None:
-        archive = keras.export.ExportArchive()
         serving = WordVectorServing(vectors)
-        archive.track(serving)
-        archive.add_endpoint("embed", serving.embed)
-        archive.write_out(str(path), verbose=False)
+        export.write_saved_model(path, tracked=[serving], endpoints={"embed": serving.embed})
         write_glove_text(vectors, path / "vectors.txt")
         write_word2vec_text(vectors, path / "vectors.w2v.txt")
         write_projector_files(vectors, corpus.counts, path)
