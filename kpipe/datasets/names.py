@@ -21,7 +21,7 @@ from pathlib import Path
 from kpipe.config import check_choice, check_range, check_split_fractions, did_you_mean
 from kpipe.datasets import files
 from kpipe.datasets.embedded import package_dir
-from kpipe.datasets.splits import split_of_key
+from kpipe.datasets.splits import split_by_first_item
 from kpipe.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -156,12 +156,8 @@ def load_names(config: NamesDataConfig) -> NameSplits:
         pairs = random.Random(config.seed).sample(pairs, config.limit)
     if not pairs:
         raise DataError(f"{config.describe()} has no names")
-    splits = {"train": [], "validation": [], "test": []}
-    for pair in pairs:
-        splits[split_of_key(pair[0], seed=config.seed, validation_fraction=config.validation_fraction,
-                            test_fraction=config.test_fraction)].append(pair)
-    if not splits["train"] or not splits["test"]:
-        raise DataError(f"{config.describe()} has {len(pairs)} names: too few to split into train and test")
+    splits = split_by_first_item(pairs, seed=config.seed, validation_fraction=config.validation_fraction,
+                                 test_fraction=config.test_fraction, noun="names", source=config.describe())
     categories = sorted({c for _, c in pairs if c}) if any(c for _, c in pairs) else []
     result = NameSplits(splits["train"], splits["validation"], splits["test"], categories)
     log.info("Names %s: %s examples, %d categories", config.describe(), result.sizes(), len(categories))

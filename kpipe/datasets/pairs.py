@@ -20,7 +20,7 @@ import unicodedata
 from kpipe.config import check_choice, check_range, check_split_fractions, did_you_mean
 from kpipe.datasets import files
 from kpipe.datasets.embedded import package_dir
-from kpipe.datasets.splits import split_of_key
+from kpipe.datasets.splits import split_by_first_item
 from kpipe.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -137,12 +137,8 @@ def load_pairs(config: PairsDataConfig) -> PairSplits:
         if len(sources) > config.limit:
             kept = set(random.Random(config.seed).sample(sources, config.limit))
             pairs = [p for p in pairs if p[0] in kept]
-    splits = {"train": [], "validation": [], "test": []}
-    for pair in pairs:
-        splits[split_of_key(pair[0], seed=config.seed, validation_fraction=config.validation_fraction,
-                            test_fraction=config.test_fraction)].append(pair)
-    if not splits["train"] or not splits["test"]:
-        raise DataError(f"{config.describe()} has {len(pairs)} pairs: too few to split into train and test")
+    splits = split_by_first_item(pairs, seed=config.seed, validation_fraction=config.validation_fraction,
+                                 test_fraction=config.test_fraction, noun="pairs", source=config.describe())
     result = PairSplits(splits["train"], splits["validation"], splits["test"])
     log.info("Pairs %s: %s", config.describe(), result.sizes())
     return result

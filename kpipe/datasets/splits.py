@@ -36,3 +36,21 @@ def split_of_key(key: str, *, seed: int, validation_fraction: float, test_fracti
     way on every machine and run."""
     u = int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode("utf-8")).digest()[:8], "big") / 2 ** 64
     return "test" if u < test_fraction else "validation" if u < test_fraction + validation_fraction else "train"
+
+
+def split_by_first_item(examples: list[tuple], *, seed: int, validation_fraction: float, test_fraction: float,
+                        noun: str, source: str) -> dict[str, list[tuple]]:
+    """Examples by split, keyed on each example's first item (`split_of_key`).
+
+    Raises:
+        DataError: train or test would be empty ("<source> has N <noun>: too few to split ...").
+    """
+    from kpipe.errors import DataError
+
+    splits = {"train": [], "validation": [], "test": []}
+    for example in examples:
+        splits[split_of_key(example[0], seed=seed, validation_fraction=validation_fraction,
+                            test_fraction=test_fraction)].append(example)
+    if not splits["train"] or not splits["test"]:
+        raise DataError(f"{source} has {len(examples)} {noun}: too few to split into train and test")
+    return splits
