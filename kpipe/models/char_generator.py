@@ -12,8 +12,8 @@ import keras
 import tensorflow as tf
 
 from kpipe.config import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.models.recurrent_cells import CELLS
 
-CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 CONDITIONING = ("none", "initial_state", "every_step")
 PAD, START, END, UNKNOWN = 0, 1, 2, 3
 SPECIAL_TOKENS = 4

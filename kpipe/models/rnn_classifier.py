@@ -8,10 +8,10 @@ import logging
 import keras
 
 from kpipe.config import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.models.recurrent_cells import CELLS
 
 log = logging.getLogger(__name__)
 
-CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 EMBEDDING_TRAINING = ("trainable", "frozen", "two_phase")
 
 

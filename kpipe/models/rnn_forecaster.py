@@ -7,8 +7,8 @@ import dataclasses
 import keras
 
 from kpipe.config import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.models.recurrent_cells import CELLS
 
-CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 BASELINES = ("none", "naive", "seasonal_naive")
 LOSSES = ("mse", "mae", "huber")
 

@@ -17,8 +17,8 @@ import keras
 import tensorflow as tf
 
 from kpipe.config import DERIVED, check_choice, check_range
+from kpipe.models.recurrent_cells import CELLS
 
-CELLS = {"gru": keras.layers.GRU, "lstm": keras.layers.LSTM}
 PAD, UNKNOWN, START, END = 0, 1, 2, 3
 SPECIAL_TOKENS = 4
 
