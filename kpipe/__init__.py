@@ -4,6 +4,7 @@ The public API, imported lazily so that `kpipe --help` and config errors do not 
 TensorFlow to load:
 
     from kpipe import load_pipeline, run_pipeline, predict_texts, build_rnn_classifier, build_rnn_forecaster
+    from kpipe import build_transformer_classifier, build_seq2seq, build_char_generator, load_keras_model
 """
 
 import importlib
@@ -34,6 +35,14 @@ _EXPORTS = {
     "TrainingConfig": "kpipe.training",
     "FineTuneSchedule": "kpipe.training",
     "KpipeError": "kpipe.errors",
+    "load_keras_model": "kpipe.export",
+    "TransformerClassifierConfig": "kpipe.models.transformer_classifier",
+    "build_transformer_classifier": "kpipe.models.transformer_classifier",
+    "build_masked_lm": "kpipe.models.transformer_classifier",
+    "Seq2SeqConfig": "kpipe.models.seq2seq",
+    "build_seq2seq": "kpipe.models.seq2seq",
+    "CharGeneratorConfig": "kpipe.models.char_generator",
+    "build_char_generator": "kpipe.models.char_generator",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -349,13 +349,25 @@ def align_to_vocabulary(vectors: WordVectors, vocabulary: Sequence[str], *, seed
 
 def classifier_word_vectors(model_dir: str | Path, export_dir: str | Path = "saved_models") -> WordVectors:
     """The learned embedding of an exported classifier, as WordVectors over its vocabulary."""
-    import keras
-
-    from kpipe.export import resolve_model_dir
+    from kpipe.export import load_keras_model, resolve_model_dir
 
     path = resolve_model_dir(model_dir, export_dir)
     if not (path / "model.keras").is_file() or not (path / "vocabulary.txt").is_file():
         raise KpipeError(f"{path} has no model.keras and vocabulary.txt: not a kpipe classifier export")
     vocabulary = (path / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    table = keras.saving.load_model(path / "model.keras", compile=False).get_layer("embedding").embeddings.numpy()
-    return WordVectors(vocabulary[2:], table[2:len(vocabulary)])
+    table = _token_embedding_table(load_keras_model(path), path)
+    reserved = 5 if vocabulary[:1] == ["[PAD]"] else 2  # WordPiece's [PAD] [CLS] [SEP] [UNK] [MASK], or "" [UNK]
+    return WordVectors(vocabulary[reserved:], table[reserved:len(vocabulary)])
+
+
+def _token_embedding_table(model, path: Path) -> np.ndarray:
+    """The token embedding matrix of an RNN ("embedding") or transformer classifier."""
+    names = {layer.name: layer for layer in model.layers}
+    if "embedding" in names:
+        return names["embedding"].embeddings.numpy()
+    if "token_embedding" in names:  # sine position encoding
+        return names["token_embedding"].embeddings.numpy()
+    if "token_and_position_embedding" in names:  # keras-hub's learned positions: the token part only
+        return names["token_and_position_embedding"].token_embedding.embeddings.numpy()
+    raise KpipeError(f"{path}/model.keras has no token embedding layer ('embedding', 'token_embedding' or "
+                     "'token_and_position_embedding'): not a kpipe classifier")

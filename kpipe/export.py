@@ -108,6 +108,34 @@ def load_saved_model(path: Path):
     return tf.saved_model.load(str(path))
 
 
+# Modules whose custom layers a saved model.keras may name (each registers them when imported).
+CUSTOM_LAYER_MODULES = ("kpipe.models.char_generator", "kpipe.models.rnn_forecaster", "kpipe.models.seq2seq",
+                        "kpipe.models.transformer_classifier", "kpipe.models.word2vec", "keras_hub")
+
+
+def load_keras_model(model: str | Path, export_dir: str | Path = "saved_models"):
+    """The Keras model (`model.keras`) of an export, for fine-tuning or inspecting from Python.
+
+    `model` is what `resolve_model_dir` accepts (a version folder, a folder of versions or a
+    pipeline name). kpipe's custom layers (and keras-hub's) are registered first, so
+    `keras.saving.load_model` finds them. Loaded without its optimizer (`compile=False`).
+
+    Example:
+        >>> model = load_keras_model("sentiment-transformer")  # doctest: +SKIP
+    """
+    import importlib
+
+    import keras
+
+    path = resolve_model_dir(model, export_dir)
+    if not (path / "model.keras").is_file():
+        raise ModelNotFoundError(f"{path} has no model.keras: not a kpipe export (or one written before kpipe "
+                                 "kept the Keras model)")
+    for module in CUSTOM_LAYER_MODULES:
+        importlib.import_module(module)
+    return keras.saving.load_model(path / "model.keras", compile=False)
+
+
 def finish_run(work_dir: Path, *, chief: bool = True) -> None:
     """Delete a finished run's resume state (the chief's alone: other workers only read it)."""
     if chief:

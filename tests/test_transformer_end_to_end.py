@@ -76,3 +76,30 @@ def test_embed_on_an_export_without_an_embed_signature_is_one_line_exit_2(tmp_pa
     tf.saved_model.save(module, str(tmp_path / "plain"))
     assert main(["embed", str(tmp_path / "plain"), "hello"]) == 2
     assert "has no `embed` signature" in capsys.readouterr().err
+
+
+def test_neighbors_reads_the_transformers_token_embedding(exported, capsys, monkeypatch):
+    folder, export = exported
+    monkeypatch.chdir(folder)
+    import keras
+
+    from kpipe.embeddings import classifier_word_vectors
+
+    vectors = classifier_word_vectors("sentiment-transformer")
+    vocabulary = (export / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    table = keras.saving.load_model(export / "model.keras", compile=False).get_layer(
+        "token_and_position_embedding").token_embedding.embeddings.numpy()
+    assert list(vectors.words) == vocabulary[5:]  # the reserved [PAD] [CLS] [SEP] [UNK] [MASK] left out
+    row = vocabulary.index("the")
+    np.testing.assert_allclose(vectors.matrix[vectors.words.index("the")], table[row], rtol=1e-6)
+    assert main(["neighbors", "the", "--model", "sentiment-transformer", "-k", "3"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+def test_the_keras_model_of_an_export_loads_in_a_fresh_process(exported):
+    _, export = exported
+    code = ("import sys, numpy as np, kpipe; model = kpipe.load_keras_model(sys.argv[1]); "
+            "print(model.name, model.predict(np.array([[7, 8, 9, 0]]), verbose=0).shape)")
+    run = subprocess.run([sys.executable, "-c", code, str(export)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[-3:] == ["transformer_classifier", "(1,", "3)"]
