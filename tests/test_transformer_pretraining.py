@@ -66,3 +66,4 @@ def test_pretraining_on_a_text_file_then_fine_tuning_reports_both(tmp_path):
     assert losses[1] < losses[0]  # the masked-LM learnt something from the corpus
     assert "val_sparse_categorical_accuracy" in report["history"][0]  # measured on the tweets' validation split
     assert metrics["epochs_trained"] == 1 and 0.0 <= metrics["accuracy"] <= 1.0
+    assert (result.export_dir / "masked_lm_curves.png").stat().st_size > 10_000  # the pretraining curves, plotted

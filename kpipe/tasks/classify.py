@@ -94,6 +94,10 @@ def write_classifier_export(path: Path, *, model: keras.Model, vectorizer, confi
     export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     (path / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
     (path / "vocabulary.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf-8")
+    pretraining = metrics.get("masked_lm_pretraining")
+    if pretraining and pretraining["history"]:
+        reporting.plot_training_curves(pretraining["history"], path / "masked_lm_curves.png",
+                                       title=f"{config.name}: masked-LM pretraining on {pretraining['corpus']}")
 
 
 # === Running the pipeline ===
