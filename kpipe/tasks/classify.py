@@ -159,6 +159,9 @@ def run_classify(config: PipelineConfig) -> RunResult:
     pretrain_texts = None
     if transformer and config.model.pretrain_epochs:
         pretrain_texts, pretrain_source = pretraining_texts(config.model, splits)
+    vectors = None
+    if not transformer and config.model.pretrained_embeddings:  # loaded first, so a bad file fails in seconds
+        vectors = load_word_vectors(config.model.pretrained_embeddings, expected_dim=config.model.embedding_dim)
     export_root = Path(config.export.dir) / config.name
     vocabulary = fit_vocabulary(splits.train.texts, pre, cache_dir=export_root / ".work")
     vectorizer = make_vectorizer(pre, vocabulary)
@@ -178,8 +181,7 @@ def run_classify(config: PipelineConfig) -> RunResult:
     model_config = dataclasses.replace(config.model, vocabulary_size=len(vocabulary), num_classes=splits.num_classes,
                                        **({"sequence_length": pre.sequence_length} if transformer else {}))
     pretrained, coverage = None, None
-    if not transformer and model_config.pretrained_embeddings:  # loaded before training, so a bad file fails fast
-        vectors = load_word_vectors(model_config.pretrained_embeddings, expected_dim=model_config.embedding_dim)
+    if vectors is not None:
         pretrained, coverage = align_to_vocabulary(vectors, vocabulary, seed=config.training.seed)
 
     fine_tune = None
