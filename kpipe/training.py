@@ -187,9 +187,10 @@ def _outside_strategy(model: keras.Model, build: Callable[[], keras.Model], stra
     return plain
 
 
-def _compile(model: keras.Model, config: TrainingConfig, learning_rate: float, loss, metrics) -> None:
+def _compile(model: keras.Model, config: TrainingConfig, learning_rate: float, loss, metrics,
+             weighted_metrics) -> None:
     optimizer = OPTIMIZERS[config.optimizer](learning_rate=learning_rate, clipnorm=config.clipnorm or None)
-    model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
+    model.compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics)
 
 
 def _save_weights_atomically(model: keras.Model, path: Path) -> None:
@@ -201,7 +202,8 @@ def _save_weights_atomically(model: keras.Model, path: Path) -> None:
 def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_data: tf.data.Dataset,
                 validation_data: tf.data.Dataset | None, config: TrainingConfig, work_dir: Path,
                 strategy: tf.distribute.Strategy, extra_callbacks: list | tuple = (),
-                fine_tune: FineTuneSchedule | None = None) -> tuple[keras.Model, list[dict[str, float]]]:
+                fine_tune: FineTuneSchedule | None = None,
+                weighted_metrics: list | None = None) -> tuple[keras.Model, list[dict[str, float]]]:
     """Build, compile and fit a model under `strategy`, resumable from `work_dir`.
 
     `work_dir` holds the `BackupAndRestore` state, TensorBoard logs and the per-epoch history:
@@ -210,7 +212,8 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
 
     Args:
         build: makes the uncompiled model; called inside `strategy.scope()`.
-        loss, metrics: passed to `compile`.
+        loss, metrics, weighted_metrics: passed to `compile` (weighted metrics use the datasets'
+            sample weights, e.g. to leave padding out).
         train_data, validation_data: batched datasets of (inputs, targets).
         config: epochs, optimizer, early stopping, seed.
         work_dir: folder for resumable state; created if absent.
@@ -228,7 +231,8 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     work_dir.mkdir(parents=True, exist_ok=True)
     with _precision(config.precision), strategy.scope():
         model = build()
-        _compile(model, config, config.learning_rate, loss, metrics)  # mixed_float16: Keras scales the loss
+        # mixed_float16: Keras scales the loss
+        _compile(model, config, config.learning_rate, loss, metrics, weighted_metrics)
     log.info("Training %s (%s parameters) for up to %d epochs with %s, %d replica(s), global batch %d, %s",
              model.name, f"{model.count_params():,}", config.epochs,
              "MultiWorkerMirroredStrategy" if multi_worker.is_multi_worker(strategy) else type(strategy).__name__,
@@ -283,7 +287,7 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     log.info("Phase 2: unfrozen, learning rate %g, up to epoch %d", fine_tune.learning_rate, config.epochs)
     with strategy.scope():
         fine_tune.unfreeze(model)
-        _compile(model, config, fine_tune.learning_rate, loss, metrics)
+        _compile(model, config, fine_tune.learning_rate, loss, metrics, weighted_metrics)
     # BackupAndRestore leaves the epoch it restored in `_initial_epoch`, which `fit` prefers to its
     # argument: clear phase 1's, so phase 2 starts at `frozen_epochs` (or at its own backup's epoch).
     model._initial_epoch = None

@@ -138,8 +138,11 @@ def pretrain_encoder(texts: np.ndarray, validation_texts: np.ndarray, vectorizer
              model_config.pretrain_epochs, len(texts), 100 * model_config.mask_rate)
     started = time.perf_counter()
     masked_lm, history = train_model(
-        lambda: build_masked_lm(model_config), loss="sparse_categorical_crossentropy",
-        metrics=["sparse_categorical_accuracy"], train_data=dataset(texts, True),
+        lambda: build_masked_lm(model_config),
+        # Averaged over the masked positions only: the fixed-size position list is padded (weight 0)
+        # for short texts, and those slots must count neither in the loss nor in the accuracy.
+        loss=keras.losses.SparseCategoricalCrossentropy(reduction="mean_with_sample_weight"),
+        metrics=[], weighted_metrics=["sparse_categorical_accuracy"], train_data=dataset(texts, True),
         validation_data=dataset(validation_texts, False) if len(validation_texts) else None,
         config=dataclasses.replace(training, epochs=model_config.pretrain_epochs), work_dir=work_dir,
         strategy=strategy)
