@@ -110,3 +110,15 @@ def test_shuffle_is_repeatable_with_a_seed():
 def test_bad_preprocessing_values(field, value, message):
     with pytest.raises(ValueError, match=message):
         TextPreprocessingConfig(**{field: value})
+
+
+@pytest.mark.parametrize("tokenizer", ["words", "wordpiece"])
+def test_token_lengths_count_every_token_before_truncation(tokenizer):
+    config = TextPreprocessingConfig(tokenizer=tokenizer, vocabulary_size=60, sequence_length=2)
+    texts = np.array(["unbelievably good flight", "unbelievable delays", "", "good crew good crew good"] * 5,
+                     dtype=object)
+    vectorizer = make_vectorizer(config, fit_vocabulary(texts, config))
+    ids = vectorizer(tf.constant(list(texts)))  # eager: keras-hub gives lists, TextVectorization a RaggedTensor
+    expected = [len(row) for row in (ids if isinstance(ids, list) else ids.to_list())]
+    assert token_lengths(texts, vectorizer).tolist() == expected and max(expected) > 2
+    assert token_lengths(np.array([], dtype=object), vectorizer).tolist() == []
