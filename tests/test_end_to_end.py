@@ -32,6 +32,9 @@ def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path):
         assert (export / name).exists(), name
     assert not (tmp_path / "saved_models" / "sentiment-bilstm" / ".work").exists() or not any(
         (tmp_path / "saved_models" / "sentiment-bilstm" / ".work").iterdir())
+    cached = json.loads(next((tmp_path / "saved_models" / "sentiment-bilstm" / ".cache").glob("vocabulary-*.json"))
+                        .read_text(encoding="utf-8"))  # kept for the next run on the same data
+    assert cached == (export / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
 
     # Plain TensorFlow, no kpipe: raw strings in, probabilities and label names out.
     loaded = tf.saved_model.load(str(export))

@@ -166,7 +166,7 @@ def run_classify(config: PipelineConfig) -> RunResult:
     if not transformer and config.model.pretrained_embeddings:  # loaded first, so a bad file fails in seconds
         vectors = load_word_vectors(config.model.pretrained_embeddings, expected_dim=config.model.embedding_dim)
     export_root = Path(config.export.dir) / config.name
-    vocabulary = fit_vocabulary(splits.train.texts, pre, cache_dir=export_root / ".work")
+    vocabulary = fit_vocabulary(splits.train.texts, pre, cache_dir=export_root / ".cache")
     vectorizer = make_vectorizer(pre, vocabulary)
     log.info("Vocabulary: %d tokens (fitted on the training split)", len(vocabulary))
 
