@@ -350,24 +350,26 @@ def align_to_vocabulary(vectors: WordVectors, vocabulary: Sequence[str], *, seed
 def classifier_word_vectors(model_dir: str | Path, export_dir: str | Path = "saved_models") -> WordVectors:
     """The learned embedding of an exported classifier, as WordVectors over its vocabulary."""
     from kpipe.export import load_keras_model, resolve_model_dir
+    from kpipe.preprocessing.text import WORDPIECE_RESERVED
 
     path = resolve_model_dir(model_dir, export_dir)
     if not (path / "model.keras").is_file() or not (path / "vocabulary.txt").is_file():
         raise KpipeError(f"{path} has no model.keras and vocabulary.txt: not a kpipe classifier export")
     vocabulary = (path / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
     table = _token_embedding_table(load_keras_model(path), path)
-    reserved = 5 if vocabulary[:1] == ["[PAD]"] else 2  # WordPiece's [PAD] [CLS] [SEP] [UNK] [MASK], or "" [UNK]
+    # Leave out the reserved tokens: WordPiece's [PAD] [CLS] [SEP] [UNK] [MASK], or the words' "" and [UNK].
+    reserved = len(WORDPIECE_RESERVED) if vocabulary[:len(WORDPIECE_RESERVED)] == WORDPIECE_RESERVED else 2
     return WordVectors(vocabulary[reserved:], table[reserved:len(vocabulary)])
 
 
 def _token_embedding_table(model, path: Path) -> np.ndarray:
     """The token embedding matrix of an RNN ("embedding") or transformer classifier."""
-    names = {layer.name: layer for layer in model.layers}
-    if "embedding" in names:
-        return names["embedding"].embeddings.numpy()
-    if "token_embedding" in names:  # sine position encoding
-        return names["token_embedding"].embeddings.numpy()
-    if "token_and_position_embedding" in names:  # keras-hub's learned positions: the token part only
-        return names["token_and_position_embedding"].token_embedding.embeddings.numpy()
-    raise KpipeError(f"{path}/model.keras has no token embedding layer ('embedding', 'token_embedding' or "
-                     "'token_and_position_embedding'): not a kpipe classifier")
+    from kpipe.models.transformer_classifier import token_embedding
+
+    if any(layer.name == "embedding" for layer in model.layers):
+        return model.get_layer("embedding").embeddings.numpy()
+    try:
+        return token_embedding(model).embeddings.numpy()
+    except ValueError:
+        raise KpipeError(f"{path}/model.keras has no token embedding layer ('embedding', 'token_embedding' or "
+                         "'token_and_position_embedding'): not a kpipe classifier") from None

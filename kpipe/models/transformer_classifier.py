@@ -162,11 +162,22 @@ def build_masked_lm(config: TransformerClassifierConfig) -> keras.Model:
         mask_positions_in_encoded = mask_positions + 1
     else:
         mask_positions_in_encoded = mask_positions
-    embedding = (classifier.get_layer("token_and_position_embedding").token_embedding
-                 if config.position_encoding == "learned" else classifier.get_layer("token_embedding"))
-    outputs = keras_hub.layers.MaskedLMHead(token_embedding=embedding, activation="softmax", dtype="float32",
+    outputs = keras_hub.layers.MaskedLMHead(token_embedding=token_embedding(classifier), activation="softmax", dtype="float32",
                                             name="masked_lm_head")(encoded, mask_positions=mask_positions_in_encoded)
     return keras.Model({"token_ids": token_ids, "mask_positions": mask_positions}, outputs, name="masked_lm")
+
+
+def token_embedding(model: keras.Model) -> keras.layers.Embedding:
+    """The token embedding layer of a transformer classifier: inside keras-hub's
+    `TokenAndPositionEmbedding` (learned positions) or the "token_embedding" layer (sine).
+
+    Raises:
+        ValueError: `model` has neither layer.
+    """
+    names = {layer.name for layer in model.layers}
+    if "token_and_position_embedding" in names:
+        return model.get_layer("token_and_position_embedding").token_embedding
+    return model.get_layer("token_embedding")
 
 
 def encoder_weights(masked_lm: keras.Model) -> dict[str, list]:
