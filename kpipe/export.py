@@ -142,14 +142,23 @@ def finish_run(work_dir: Path, *, chief: bool = True) -> None:
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
-def copy_run_logs(work_dir: Path, export_dir: Path) -> None:
-    """Copy a run's per-epoch history and TensorBoard logs from its work folder into its export."""
-    for name in ("history.csv", "tensorboard"):
-        source = work_dir / name
-        if source.is_dir():
-            shutil.copytree(source, export_dir / name)
-        elif source.exists():
-            shutil.copy(source, export_dir / name)
+def write_history_csv(history: list[dict], path: Path) -> None:
+    """The per-epoch logs as CSV (an `epoch` column, then every metric), as Keras' CSVLogger writes them."""
+    import csv
+
+    keys = sorted({key for row in history for key in row})
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["epoch", *keys])
+        for epoch, row in enumerate(history):
+            writer.writerow([epoch, *(row.get(key, "") for key in keys)])
+
+
+def copy_run_logs(work_dir: Path, export_dir: Path, history: list[dict]) -> None:
+    """Write a run's per-epoch history and copy its TensorBoard logs from its work folder into its export."""
+    write_history_csv(history, export_dir / "history.csv")
+    if (work_dir / "tensorboard").is_dir():
+        shutil.copytree(work_dir / "tensorboard", export_dir / "tensorboard")
 
 
 def write_run_files(path: Path, *, model, config, metrics: dict, history: list[dict], work_dir: Path) -> None:
@@ -162,4 +171,4 @@ def write_run_files(path: Path, *, model, config, metrics: dict, history: list[d
     reporting.write_json(metrics, path / "metrics.json")
     if history:
         reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
-    copy_run_logs(work_dir, path)
+    copy_run_logs(work_dir, path, history)

@@ -18,12 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import keras
 import tensorflow as tf
@@ -124,20 +121,6 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
     return strategy.extended.should_checkpoint
 
 
-def backup_dir(strategy: tf.distribute.Strategy, chief_dir: Path) -> Path:
-    """Where this worker keeps its resume state: the chief's folder, or a temporary copy of it.
-
-    Every worker restores from the chief's state (so they start from the same epoch and weights;
-    on several machines `chief_dir` must be on shared storage) but only the chief writes there.
-    """
-    if is_chief(strategy):
-        return chief_dir
-    temporary = Path(tempfile.mkdtemp(prefix="kpipe-worker-backup-"))
-    if chief_dir.is_dir():
-        shutil.copytree(chief_dir, temporary, dirs_exist_ok=True)
-    return temporary
-
-
 def _shard_by_example(dataset: tf.data.Dataset) -> tf.data.Dataset:
     # Datasets built from in-memory arrays have no files to shard, so shard their batches.
     options = tf.data.Options()
@@ -193,16 +176,16 @@ def fit(model: keras.Model, train_data: tf.data.Dataset, validation_data: tf.dat
 
     # As in `fit`, callbacks run in the strategy's scope (restoring a backup builds optimizer variables).
     with strategy.scope():
-        callback_list = keras.callbacks.CallbackList(callbacks, model=model)
+        callback_list = keras.callbacks.CallbackList(callbacks, model=model, epochs=epochs)
         model.stop_training = False
         try:
             callback_list.on_train_begin()
-            start = getattr(model, "_initial_epoch", None) or initial_epoch  # set by BackupAndRestore
+            start = getattr(model, "_initial_epoch", None) or initial_epoch  # set by a restored checkpoint
             for epoch in range(start, epochs):
                 callback_list.on_epoch_begin(epoch)
                 started = time.perf_counter()
                 logs = {"loss": mean_loss(train_step, train)}
-                if test_step is not None:
+                if validation is not None:
                     logs["val_loss"] = mean_loss(test_step, validation)
                 log.info("Epoch %d/%d: %s (%.1f s)", epoch + 1, epochs,
                          ", ".join(f"{k} {v:.4f}" for k, v in logs.items()), time.perf_counter() - started)

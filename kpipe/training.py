@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
 import functools
 import logging
 import os
-import shutil
 import sys
 import time
 import warnings
@@ -21,6 +19,7 @@ import tensorflow as tf
 from kpipe import multi_worker
 from kpipe.config import check_choice, check_range
 from kpipe.errors import ConfigError
+from kpipe.resume import EpochCheckpoint, ResumableEarlyStopping
 
 log = logging.getLogger(__name__)
 
@@ -134,17 +133,6 @@ class EpochTimer(keras.callbacks.Callback):
             logs["epoch_seconds"] = time.perf_counter() - self._started
 
 
-def read_history(path: Path) -> list[dict[str, float]]:
-    """Per-epoch metrics logged by `CSVLogger`, one dict per epoch (last entry wins on resume)."""
-    if not path.exists():
-        return []
-    by_epoch: dict[int, dict[str, float]] = {}
-    with path.open() as f:
-        for row in csv.DictReader(f):
-            by_epoch[int(row["epoch"])] = {k: float(v) for k, v in row.items() if k != "epoch" and v not in ("", "NA")}
-    return [by_epoch[e] for e in sorted(by_epoch)]
-
-
 @dataclasses.dataclass(frozen=True)
 class FineTuneSchedule:
     """Two-phase transfer learning: train with some layers frozen, then unfreeze them and go on.
@@ -193,10 +181,11 @@ def _compile(model: keras.Model, config: TrainingConfig, learning_rate: float, l
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics)
 
 
-def _save_weights_atomically(model: keras.Model, path: Path) -> None:
-    partial = path.with_name("partial." + path.name)
-    model.save_weights(str(partial))
-    partial.replace(path)
+def _iterators_per_epoch(train_data: tf.data.Dataset, strategy: tf.distribute.Strategy) -> int:
+    """How many iterators over `train_data` the training loop opens per epoch (see `kpipe.resume`)."""
+    if multi_worker.is_multi_worker(strategy):
+        return 1  # kpipe's own loop: one `for` per epoch
+    return 2 if int(train_data.cardinality()) > 0 else 1  # Keras' EpochIterator
 
 
 def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_data: tf.data.Dataset,
@@ -240,57 +229,45 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
 
     chief = multi_worker.is_chief(strategy)
 
-    def fit(backup: str, initial_epoch: int, epochs: int, early_stopping: bool) -> None:
-        backup_dir = multi_worker.backup_dir(strategy, work_dir / backup)
-        callbacks = [keras.callbacks.BackupAndRestore(str(backup_dir)), EpochTimer()]  # EpochTimer before CSVLogger
-        if chief:
-            callbacks += [keras.callbacks.CSVLogger(str(work_dir / "history.csv"), append=True),
-                          keras.callbacks.TensorBoard(str(work_dir / "tensorboard"))]
+    def fit(phase: str, initial_epoch: int, epochs: int, early_stopping: bool) -> list[dict[str, float]]:
+        stopper = None
         if early_stopping and config.early_stopping_patience:
-            callbacks.append(keras.callbacks.EarlyStopping(
-                monitor="val_loss", patience=config.early_stopping_patience, restore_best_weights=True, verbose=1))
+            stopper = ResumableEarlyStopping(monitor="val_loss", patience=config.early_stopping_patience,
+                                             restore_best_weights=True, verbose=1)
+        # Order matters: the timer and early stopping update the epoch's logs and state before the
+        # checkpoint saves them.
+        checkpoint = EpochCheckpoint(work_dir / phase, write=chief, train_data=train_data, early_stopping=stopper,
+                                     iterators_per_epoch=_iterators_per_epoch(train_data, strategy),
+                                     initial_epoch=initial_epoch)
+        callbacks = [EpochTimer(), *([stopper] if stopper else []), checkpoint]
+        if chief:
+            callbacks.append(keras.callbacks.TensorBoard(str(work_dir / "tensorboard")))
         callbacks += list(extra_callbacks)
-        try:
-            if multi_worker.is_multi_worker(strategy):  # Keras' fit fails there: see kpipe.multi_worker
-                multi_worker.fit(model, train_data, validation_data, strategy=strategy,
-                                 initial_epoch=initial_epoch, epochs=epochs, callbacks=callbacks)
-                return
-            with warnings.catch_warnings():
-                # Length-bucketed datasets have no known size, so Keras finds each epoch's end by running
-                # out of data, and warns every epoch as if that were a mistake.
-                warnings.filterwarnings("ignore", message="Your input ran out of data")
-                model.fit(train_data, validation_data=validation_data, initial_epoch=initial_epoch, epochs=epochs,
-                          callbacks=callbacks, shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
-        finally:
-            if not chief:
-                shutil.rmtree(backup_dir, ignore_errors=True)
+        model._initial_epoch = None  # set by the previous phase's restore, which `fit` would prefer
+        if multi_worker.is_multi_worker(strategy):  # Keras' fit fails there: see kpipe.multi_worker
+            multi_worker.fit(model, train_data, validation_data, strategy=strategy,
+                             initial_epoch=initial_epoch, epochs=epochs, callbacks=callbacks)
+            return checkpoint.history
+        with warnings.catch_warnings():
+            # Length-bucketed datasets have no known size, so Keras finds each epoch's end by running
+            # out of data, and warns every epoch as if that were a mistake.
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            model.fit(train_data, validation_data=validation_data, initial_epoch=initial_epoch, epochs=epochs,
+                      callbacks=callbacks, shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
+        return checkpoint.history
 
     if fine_tune is None:
-        fit("backup", 0, config.epochs, early_stopping=True)
-        return _outside_strategy(model, build, strategy, config), read_history(work_dir / "history.csv")
+        history = fit("checkpoints", 0, config.epochs, early_stopping=True)
+        return _outside_strategy(model, build, strategy, config), history
 
-    # === Phase 1: pretrained layers frozen (skipped on a rerun that already finished it) ===
-    frozen_done = work_dir / "frozen_phase.weights.h5"
-    if frozen_done.exists():
-        with warnings.catch_warnings():
-            # The file also holds phase 1's optimizer state, which phase 2 replaces anyway.
-            warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
-            model.load_weights(str(frozen_done))
-        log.info("Frozen phase finished in an earlier run; resuming the fine-tuning phase")
-    else:
-        log.info("Phase 1: %d epoch(s) with the pretrained layers frozen", fine_tune.frozen_epochs)
-        fit("backup_frozen", 0, fine_tune.frozen_epochs, early_stopping=False)
-        if chief:  # other workers read the chief's copy on a rerun
-            _save_weights_atomically(model, frozen_done)
+    # === Phase 1: pretrained layers frozen (a rerun restores its last checkpoint and trains no more) ===
+    log.info("Phase 1: %d epoch(s) with the pretrained layers frozen", fine_tune.frozen_epochs)
+    frozen_history = fit("checkpoints_frozen", 0, fine_tune.frozen_epochs, early_stopping=False)
 
     # === Phase 2: everything trainable, fresh optimizer at the lower learning rate ===
     log.info("Phase 2: unfrozen, learning rate %g, up to epoch %d", fine_tune.learning_rate, config.epochs)
     with strategy.scope():
         fine_tune.unfreeze(model)
         _compile(model, config, fine_tune.learning_rate, loss, metrics, weighted_metrics)
-    # BackupAndRestore leaves the epoch it restored in `_initial_epoch`, which `fit` prefers to its
-    # argument: clear phase 1's, so phase 2 starts at `frozen_epochs` (or at its own backup's epoch).
-    model._initial_epoch = None
-    fit("backup", fine_tune.frozen_epochs, config.epochs, early_stopping=True)
-    return (_outside_strategy(model, build, strategy, config, prepare=fine_tune.unfreeze),
-            read_history(work_dir / "history.csv"))
+    history = fit("checkpoints", fine_tune.frozen_epochs, config.epochs, early_stopping=True)
+    return _outside_strategy(model, build, strategy, config, prepare=fine_tune.unfreeze), frozen_history + history

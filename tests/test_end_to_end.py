@@ -1,12 +1,8 @@
 """The README's main job on a small slice, the export reloaded without kpipe, and resume after kill -9."""
 
 import json
-import os
-import re
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -62,38 +58,6 @@ def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert (tmp_path / "saved_models" / "sentiment-bilstm" / "2" / "saved_model.pb").exists()
     assert (export / "saved_model.pb").read_bytes() == before
-
-
-def test_rerun_after_kill_9_resumes_and_finishes(tmp_path):
-    from tests.conftest import synthetic_reviews
-
-    synthetic_reviews(3000).to_csv(tmp_path / "reviews.csv", index=False)
-    args = ["run", "imdb-bilstm", "--data", "reviews.csv", "--set", "training.epochs=4",
-            "--set", "training.early_stopping_patience=0", "--set", "model.units=[16]"]
-    process = subprocess.Popen([sys.executable, "-m", "kpipe", *args], cwd=tmp_path,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    history = None
-    while time.time() < deadline and process.poll() is None:
-        found = list((tmp_path / "saved_models" / "imdb-bilstm" / ".work").glob("*/history.csv"))
-        if found and len(found[0].read_text().splitlines()) >= 2:  # header + one finished epoch
-            history = found[0]
-            break
-        time.sleep(0.2)
-    assert history is not None, "the first epoch never finished"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    finished_before_kill = len(history.read_text().splitlines()) - 1
-    assert finished_before_kill < 4
-    assert not (tmp_path / "saved_models" / "imdb-bilstm" / "1").exists()  # no half-written export
-
-    rerun = kpipe(*args, cwd=tmp_path)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    metrics = json.loads((tmp_path / "saved_models" / "imdb-bilstm" / "1" / "metrics.json").read_text())
-    assert metrics["epochs_trained"] == 4
-    # The rerun trained only the epochs the killed run had not finished.
-    epochs_rerun = re.findall(r"^Epoch (\d+)/4$", rerun.stdout, flags=re.M)
-    assert [int(e) for e in epochs_rerun] == list(range(finished_before_kill + 1, 5))
 
 
 def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path):

@@ -30,8 +30,8 @@ from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
                                       make_text_dataset, make_vectorizer, token_lengths)
-from kpipe.multi_worker import is_chief
-from kpipe.training import FineTuneSchedule, TrainingConfig, make_strategy, train_model
+from kpipe.runs import Run
+from kpipe.training import FineTuneSchedule
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +116,8 @@ def pretraining_texts(model_config: TransformerClassifierConfig, splits: TextSpl
     return np.array(lines, dtype=object), f"{len(lines)} lines of {corpus}"
 
 
-def pretrain_encoder(texts: np.ndarray, validation_texts: np.ndarray, vectorizer, pre: TextPreprocessingConfig,
-                     model_config: TransformerClassifierConfig, training: TrainingConfig, work_dir: Path,
-                     strategy) -> tuple[dict[str, list], dict]:
+def pretrain_encoder(run: Run, texts: np.ndarray, validation_texts: np.ndarray, vectorizer,
+                     pre: TextPreprocessingConfig, model_config: TransformerClassifierConfig) -> tuple[dict[str, list], dict]:
     """Masked-LM pretraining of the transformer encoder on unlabeled `texts`.
 
     The masked-token loss and accuracy are also measured on `validation_texts` (the classifier's
@@ -127,25 +126,22 @@ def pretrain_encoder(texts: np.ndarray, validation_texts: np.ndarray, vectorizer
     Returns:
         (encoder layer name → weights, a report: epochs, masked-token loss and accuracy per epoch).
     """
-    batch_size = training.batch_size * strategy.num_replicas_in_sync
-
     def dataset(texts, shuffle):
         return make_masked_lm_dataset(texts, vectorizer, pre, vocabulary_size=model_config.vocabulary_size,
-                                      mask_rate=model_config.mask_rate, batch_size=batch_size, shuffle=shuffle,
-                                      seed=training.seed)
+                                      mask_rate=model_config.mask_rate, batch_size=run.global_batch,
+                                      shuffle=shuffle, seed=run.config.training.seed)
 
     log.info("Masked-LM pretraining: %d epoch(s) on %d texts, %.0f%% of tokens masked",
              model_config.pretrain_epochs, len(texts), 100 * model_config.mask_rate)
     started = time.perf_counter()
-    masked_lm, history = train_model(
-        lambda: build_masked_lm(model_config),
+    masked_lm, history = run.train(
+        lambda: build_masked_lm(model_config), subdir="masked_lm",
         # Averaged over the masked positions only: the fixed-size position list is padded (weight 0)
         # for short texts, and those slots must count neither in the loss nor in the accuracy.
         loss=keras.losses.SparseCategoricalCrossentropy(reduction="mean_with_sample_weight"),
         metrics=[], weighted_metrics=["sparse_categorical_accuracy"], train_data=dataset(texts, True),
         validation_data=dataset(validation_texts, False) if len(validation_texts) else None,
-        config=dataclasses.replace(training, epochs=model_config.pretrain_epochs), work_dir=work_dir,
-        strategy=strategy)
+        config=dataclasses.replace(run.config.training, epochs=model_config.pretrain_epochs))
     report = {"epochs": len(history), "seconds": round(time.perf_counter() - started, 2), "history": history}
     return encoder_weights(masked_lm), report
 
@@ -156,6 +152,11 @@ def run_classify(config: PipelineConfig) -> RunResult:
     Returns:
         The export folder and the test metrics (also in `<export>/metrics.json`).
     """
+    with Run(config) as run:
+        return _run_classify(run, config)
+
+
+def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
     splits: TextSplits = load_text_classification(config.data)
     pre: TextPreprocessingConfig = config.preprocessing
     transformer = isinstance(config.model, TransformerClassifierConfig)
@@ -165,13 +166,11 @@ def run_classify(config: PipelineConfig) -> RunResult:
     vectors = None
     if not transformer and config.model.pretrained_embeddings:  # loaded first, so a bad file fails in seconds
         vectors = load_word_vectors(config.model.pretrained_embeddings, expected_dim=config.model.embedding_dim)
-    export_root = Path(config.export.dir) / config.name
-    vocabulary = fit_vocabulary(splits.train.texts, pre, cache_dir=export_root / ".cache")
+    vocabulary = fit_vocabulary(splits.train.texts, pre, cache_dir=run.export_root / ".cache")
     vectorizer = make_vectorizer(pre, vocabulary)
     log.info("Vocabulary: %d tokens (fitted on the training split)", len(vocabulary))
 
-    strategy = make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
-    batch_size = config.training.batch_size * strategy.num_replicas_in_sync
+    batch_size = run.global_batch
     boundaries = bucket_boundaries(token_lengths(splits.train.texts, vectorizer), pre)
     if boundaries:
         log.info("Length buckets (token boundaries): %s", boundaries)
@@ -192,12 +191,10 @@ def run_classify(config: PipelineConfig) -> RunResult:
         fine_tune = FineTuneSchedule(model_config.frozen_epochs, model_config.fine_tune_learning_rate,
                                      unfreeze=lambda model: setattr(model.get_layer("embedding"), "trainable", True))
 
-    work_dir = export_root / ".work" / config.fingerprint()
     pretrained_encoder, pretraining = {}, None
     if pretrain_texts is not None:
-        pretrained_encoder, pretraining = pretrain_encoder(pretrain_texts, splits.validation.texts, vectorizer, pre,
-                                                           model_config, config.training, work_dir / "masked_lm",
-                                                           strategy)
+        pretrained_encoder, pretraining = pretrain_encoder(run, pretrain_texts, splits.validation.texts, vectorizer,
+                                                           pre, model_config)
         pretraining["corpus"] = pretrain_source
 
     def build() -> keras.Model:
@@ -215,13 +212,9 @@ def run_classify(config: PipelineConfig) -> RunResult:
         return model
 
     binary = splits.num_classes == 2
-    started = time.perf_counter()
-    model, history = train_model(
-        build,
-        loss="binary_crossentropy" if binary else "sparse_categorical_crossentropy",
-        metrics=["accuracy"], train_data=train_ds, validation_data=val_ds, config=config.training,
-        work_dir=work_dir, strategy=strategy, fine_tune=fine_tune)
-    train_seconds = time.perf_counter() - started
+    model, history = run.train(
+        build, loss="binary_crossentropy" if binary else "sparse_categorical_crossentropy",
+        metrics=["accuracy"], train_data=train_ds, validation_data=val_ds, fine_tune=fine_tune)
 
     # Test split in its original order (no bucketing, which reorders).
     test_ds = make_text_dataset(splits.test.texts, splits.test.labels, vectorizer, pre, batch_size=batch_size)
@@ -231,24 +224,19 @@ def run_classify(config: PipelineConfig) -> RunResult:
     predicted = (probabilities[:, 0] > 0.5).astype(int) if binary else probabilities.argmax(axis=1)
     metrics = reporting.classification_metrics(splits.test.labels, predicted, splits.label_names)
     metrics.update({
-        "pipeline": config.name,
+        **run.common_metrics(history),
         "data": {"source": config.data.describe(), "train": len(splits.train),
                  "validation": len(splits.validation), "test": len(splits.test)},
         "vocabulary_size": len(vocabulary),
         "embedding_coverage": coverage.as_dict() if coverage else None,
-        "epochs_trained": len(history),
-        "train_seconds_this_run": round(train_seconds, 2),
-        "epoch_seconds": [round(h.get("epoch_seconds", float("nan")), 2) for h in history],
-        "history": history,
         "masked_lm_pretraining": pretraining,
     })
     log.info("Test accuracy %.4f, macro F1 %.4f on %d examples", metrics["accuracy"], metrics["macro_f1"],
              len(splits.test))
 
-    version_dir = export.write_version(export_root, lambda tmp: write_classifier_export(
-        tmp, model=model, vectorizer=vectorizer, config=config, label_names=splits.label_names,
-        vocabulary=vocabulary, metrics=metrics, history=history, work_dir=work_dir), chief=is_chief(strategy))
-    export.finish_run(work_dir, chief=is_chief(strategy))
+    version_dir = run.publish(lambda folder: write_classifier_export(
+        folder, model=model, vectorizer=vectorizer, config=config, label_names=splits.label_names,
+        vocabulary=vocabulary, metrics=metrics, history=history, work_dir=run.work_dir))
     summary = (f"Test accuracy {metrics['accuracy']:.4f}, macro F1 {metrics['macro_f1']:.4f} on {len(splits.test)} "
                f"examples\nExported to {version_dir} (report: metrics.json, training_curves.png)\n"
                f'Try: kpipe predict {version_dir} "your text here"')

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -30,8 +29,7 @@ from kpipe.models.rnn_forecaster import RNNForecasterConfig, build_rnn_forecaste
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.windows import (Scaler, WindowConfig, make_window_dataset, split_origins,
                                          window_arrays)
-from kpipe.multi_worker import is_chief
-from kpipe.training import make_strategy, train_model
+from kpipe.runs import Run
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +94,11 @@ def _without_recurrent_path(model: keras.Model, inputs: np.ndarray) -> np.ndarra
 
 def run_forecast(config: PipelineConfig) -> RunResult:
     """Train, evaluate (against naive, seasonal naive and Holt-Winters) and export a forecaster."""
+    with Run(config) as run:
+        return _run_forecast(run, config)
+
+
+def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
     series = load_time_series(config.data)
     windows: WindowConfig = config.preprocessing
     if windows.season_length >= series.train_end // 2:
@@ -108,26 +111,21 @@ def run_forecast(config: PipelineConfig) -> RunResult:
         raise ConfigError(f"the test split starts {origins['test'][0]} steps in, less than one season "
                           f"({windows.season_length}); the seasonal baselines need that much history")
 
-    strategy = make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
-    batch_size = config.training.batch_size * strategy.num_replicas_in_sync
+    batch_size = run.global_batch
     train_ds = make_window_dataset(scaled, origins["train"], windows, batch_size=batch_size, shuffle=True,
                                    seed=config.training.seed, stride=windows.stride)
     val_ds = make_window_dataset(scaled, origins["validation"], windows, batch_size=batch_size)
     model_config = _resolved_model_config(config, series.num_features)
 
-    export_root = Path(config.export.dir) / config.name
-    work_dir = export_root / ".work" / config.fingerprint()
-    started = time.perf_counter()
+
     def build() -> keras.Model:
         model = build_rnn_forecaster(model_config)
         if model_config.linear_steps:  # closed-form start for the linear path (BackupAndRestore overrides it)
             fit_linear_path(model, model_config, *window_arrays(scaled, origins["train"], windows))
         return model
 
-    model, history = train_model(build, loss=model_config.loss, metrics=["mae"],
-                                 train_data=train_ds, validation_data=val_ds, config=config.training,
-                                 work_dir=work_dir, strategy=strategy)
-    train_seconds = time.perf_counter() - started
+    model, history = run.train(build, loss=model_config.loss, metrics=["mae"], train_data=train_ds,
+                               validation_data=val_ds)
 
     # === Test: the model and every baseline on the same origins, in original units ===
     test = origins["test"]
@@ -149,7 +147,7 @@ def run_forecast(config: PipelineConfig) -> RunResult:
              _metrics_table(results))
 
     metrics = {
-        "pipeline": config.name,
+        **run.common_metrics(history),
         "data": {"source": config.data.describe(), "features": series.feature_names, **series.split_sizes(),
                  "test_windows": int(len(test))},
         "test": results,
@@ -157,10 +155,6 @@ def run_forecast(config: PipelineConfig) -> RunResult:
         "model_vs_holt_winters_mae": results["model"]["mae"] / results["holt_winters"]["mae"],
         "holt_winters_params": hw_params,
         "mase_scale": scale,
-        "epochs_trained": len(history),
-        "train_seconds_this_run": round(train_seconds, 2),
-        "epoch_seconds": [round(h.get("epoch_seconds", float("nan")), 2) for h in history],
-        "history": history,
     }
 
     def x_axis(index: np.ndarray):
@@ -183,10 +177,9 @@ def run_forecast(config: PipelineConfig) -> RunResult:
              "error_by_horizon.png": lambda path: reporting.plot_error_by_horizon(
                  {n: r["per_step"]["mae"] for n, r in results.items()}, path,
                  title=f"{config.name}: test MAE by horizon step", ylabel=f"MAE ({series.target_name})")}
-    version_dir = export.write_version(export_root, lambda tmp: write_forecaster_export(
-        tmp, model=model, scaler=scaler, config=config, series=series, metrics=metrics, history=history,
-        work_dir=work_dir, plots=plots), chief=is_chief(strategy))
-    export.finish_run(work_dir, chief=is_chief(strategy))
+    version_dir = run.publish(lambda folder: write_forecaster_export(
+        folder, model=model, scaler=scaler, config=config, series=series, metrics=metrics, history=history,
+        work_dir=run.work_dir, plots=plots))
     summary = (f"Test MAE {results['model']['mae']:.4g} ({series.target_name}): "
                f"{metrics['model_vs_seasonal_naive_mae']:.3f}x seasonal naive, "
                f"{metrics['model_vs_holt_winters_mae']:.3f}x Holt-Winters\n{_metrics_table(results)}\n"

@@ -11,7 +11,6 @@ import functools
 import json
 import logging
 import math
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
@@ -28,8 +27,7 @@ from kpipe.models.char_bigram import CharBigram
 from kpipe.models.char_generator import (END, SPECIAL_TOKENS, START, UNKNOWN, CharGeneratorConfig, CharSampler,
                                          build_char_generator)
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
-from kpipe.multi_worker import is_chief
-from kpipe.training import make_strategy, train_model
+from kpipe.runs import Run
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +163,11 @@ class NameGeneratorServing(tf.Module):
 
 def run_generate(config: PipelineConfig) -> RunResult:
     """Train a character-level generator, score it against a bigram model, sample, and export it."""
+    with Run(config) as run:
+        return _run_generate(run, config)
+
+
+def _run_generate(run: Run, config: PipelineConfig) -> RunResult:
     pre: NamesPreprocessingConfig = config.preprocessing
     splits: NameSplits = load_names(config.data)
     keep = lambda pairs: [(n, c) for n, c in pairs if len(n) <= pre.max_length]  # noqa: E731
@@ -181,20 +184,14 @@ def run_generate(config: PipelineConfig) -> RunResult:
         conditioning=config.model.conditioning if categories else "none")
     log.info("Characters: %d; categories: %d", len(vocabulary.chars), len(categories))
 
-    strategy = make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
-    batch_size = config.training.batch_size * strategy.num_replicas_in_sync
+    batch_size = run.global_batch
     seed = config.training.seed
     datasets = {name: make_names_dataset(pairs, vocabulary, categories, pre, batch_size=batch_size,
                                          shuffle=name == "train", seed=seed)
                 for name, pairs in (("train", train), ("validation", validation), ("test", test))}
-    export_root = Path(config.export.dir) / config.name
-    work_dir = export_root / ".work" / config.fingerprint()
-    started = time.perf_counter()
-    model, history = train_model(lambda: build_char_generator(model_config),
-                                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=[],
-                                 train_data=datasets["train"], validation_data=datasets["validation"],
-                                 config=config.training, work_dir=work_dir, strategy=strategy)
-    train_seconds = time.perf_counter() - started
+    model, history = run.train(lambda: build_char_generator(model_config),
+                               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=[],
+                               train_data=datasets["train"], validation_data=datasets["validation"])
 
     # === Held-out likelihood: the RNN vs a character bigram on the same test names ===
     model_nll = nll_per_char(model, datasets["test"])
@@ -217,7 +214,7 @@ def run_generate(config: PipelineConfig) -> RunResult:
         prefix="", count=5, temperature=0.8, category=c, top_k=0, seed=seed)["names"].numpy()]
         for c in by_frequency[:8]}
     metrics = {
-        "pipeline": config.name,
+        **run.common_metrics(history),
         "data": {"source": config.data.describe(), "train": len(train), "validation": len(validation),
                  "test": len(test), "categories": categories, "characters": len(vocabulary.chars)},
         "test_nll_per_char": model_nll, "test_perplexity": math.exp(model_nll),
@@ -225,20 +222,17 @@ def run_generate(config: PipelineConfig) -> RunResult:
         "nll_reduction_vs_bigram": 1 - model_nll / bigram_nll,
         "novelty": len(novel) / max(1, len(novelty_samples)), "novelty_sample_size": len(novelty_samples),
         "samples_temperature_0.8": samples,
-        "epochs_trained": len(history), "train_seconds_this_run": round(train_seconds, 2),
-        "epoch_seconds": [round(h.get("epoch_seconds", float("nan")), 2) for h in history], "history": history,
     }
     log.info("Novelty %.1f%% of %d samples; samples: %s", 100 * metrics["novelty"], len(novelty_samples),
              {c: s[:3] for c, s in list(samples.items())[:4]})
 
     def write(path: Path) -> None:
         export.write_saved_model(path, tracked=[model, serving], endpoints={"generate": serving.generate})
-        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
+        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
         reporting.write_json({"characters": vocabulary.chars, "categories": categories,
                               "max_length": pre.max_length, "lowercase": pre.lowercase}, path / GENERATOR_FILE)
 
-    version_dir = export.write_version(export_root, write, chief=is_chief(strategy))
-    export.finish_run(work_dir, chief=is_chief(strategy))
+    version_dir = run.publish(write)
     example = samples[next(iter(samples))][:5]
     summary = (f"Test NLL {model_nll:.4f} nats/char (perplexity {math.exp(model_nll):.2f}) vs bigram {bigram_nll:.4f} "
                f"({100 * metrics['nll_reduction_vs_bigram']:.1f}% lower); novelty {100 * metrics['novelty']:.1f}%\n"

@@ -22,12 +22,11 @@ from kpipe.datasets.pairs import PairsDataConfig, PairSplits, load_pairs
 from kpipe.errors import KpipeError
 from kpipe.models.seq2seq import Seq2SeqConfig, Seq2SeqParts, build_seq2seq
 from kpipe.models.seq2seq_decoding import decode
-from kpipe.multi_worker import is_chief
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.token_pairs import (PairPreprocessingConfig, TokenTable, fit_tokens, lengths,
                                              make_pair_dataset, pad_batch, source_ids)
 from kpipe.sequence_metrics import corpus_bleu, error_rates
-from kpipe.training import make_strategy, train_model
+from kpipe.runs import Run
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +72,11 @@ def _tokens(text: str, kind: str) -> list[str]:
 
 def run_translate(config: PipelineConfig) -> RunResult:
     """Train an attention encoder-decoder on pairs, score it on the test split and export it."""
+    with Run(config) as run:
+        return _run_translate(run, config)
+
+
+def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     pre: PairPreprocessingConfig = config.preprocessing
     splits: PairSplits = load_pairs(config.data)
     source_table = TokenTable(fit_tokens([s for s, _ in splits.train], pre.source_tokens, pre.lowercase),
@@ -85,8 +89,7 @@ def run_translate(config: PipelineConfig) -> RunResult:
     model_config: Seq2SeqConfig = dataclasses.replace(
         config.model, source_vocabulary_size=source_table.size, target_vocabulary_size=target_table.size)
 
-    strategy = make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
-    batch_size = config.training.batch_size * strategy.num_replicas_in_sync
+    batch_size = run.global_batch
     seed = config.training.seed
     train_ds = make_pair_dataset(splits.train, source_table, target_table, pre, batch_size=batch_size, shuffle=True,
                                  seed=seed)
@@ -99,13 +102,8 @@ def run_translate(config: PipelineConfig) -> RunResult:
         built[id(parts.model)] = parts
         return parts.model
 
-    export_root = Path(config.export.dir) / config.name
-    work_dir = export_root / ".work" / config.fingerprint()
-    started = time.perf_counter()
-    model, history = train_model(build, loss="sparse_categorical_crossentropy", metrics=[], train_data=train_ds,
-                                 validation_data=validation_ds, config=config.training, work_dir=work_dir,
-                                 strategy=strategy)
-    train_seconds = time.perf_counter() - started
+    model, history = run.train(build, loss="sparse_categorical_crossentropy", metrics=[], train_data=train_ds,
+                               validation_data=validation_ds)
     translator = Translator(built[id(model)], source_table, target_table, pre, model_config)
 
     # === Test split: every distinct source once, right if the output matches any reference ===
@@ -117,7 +115,7 @@ def run_translate(config: PipelineConfig) -> RunResult:
     scores = error_rates([_tokens(o, pre.target_tokens) for o in outputs],
                          [[_tokens(r, pre.target_tokens) for r in references[s]] for s in sources])
     metrics = {
-        "pipeline": config.name,
+        **run.common_metrics(history),
         "data": {"source": config.data.describe(), **splits.sizes(), "test_sources": len(sources)},
         "word_error_rate": scores["word_error_rate"],
         "token_error_rate": scores["token_error_rate"],
@@ -125,8 +123,6 @@ def run_translate(config: PipelineConfig) -> RunResult:
         "decode_seconds": round(decode_seconds, 2),
         "examples": [{"source": s, "output": o, "references": references[s]} for s, o in
                      list(zip(sources, outputs))[:20]],
-        "epochs_trained": len(history), "train_seconds_this_run": round(train_seconds, 2),
-        "epoch_seconds": [round(h.get("epoch_seconds", float("nan")), 2) for h in history], "history": history,
     }
     if pre.source_tokens == "word" and pre.target_tokens == "word":
         metrics["bleu"] = corpus_bleu(outputs, [references[s] for s in sources])
@@ -138,7 +134,7 @@ def run_translate(config: PipelineConfig) -> RunResult:
 
     def write(path: Path) -> None:
         export.write_saved_model(path, tracked=[model, translator], endpoints={"translate": translator.translate})
-        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
+        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
         reporting.plot_attention([(_tokens(sources[i].lower() if pre.lowercase else sources[i], pre.source_tokens),
                                    _tokens(outputs[i], pre.target_tokens), attention[i]) for i in shown],
                                  path / "attention.png")
@@ -148,8 +144,7 @@ def run_translate(config: PipelineConfig) -> RunResult:
                               "source_vocabulary": source_table.tokens, "target_vocabulary": target_table.tokens},
                              path / TRANSLATOR_FILE)
 
-    version_dir = export.write_version(export_root, write, chief=is_chief(strategy))
-    export.finish_run(work_dir, chief=is_chief(strategy))
+    version_dir = run.publish(write)
     examples = ", ".join(f"{s} → {o}" for s, o in list(zip(sources, outputs))[:3])
     summary = (f"Test word error rate {100 * scores['word_error_rate']:.2f}%, token error rate "
                f"{100 * scores['token_error_rate']:.2f}% on {len(sources)} sources\nExamples: {examples}\n"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +22,7 @@ from kpipe.errors import ConfigError
 from kpipe.models.word2vec import Word2VecConfig, build_cbow, build_skipgram, negative_sampling_loss
 from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
 from kpipe.preprocessing.skipgrams import SkipGramConfig, build_corpus, corpus_words, make_skipgram_dataset
-from kpipe.multi_worker import is_chief
-from kpipe.training import make_strategy, train_model
+from kpipe.runs import Run
 
 log = logging.getLogger(__name__)
 
@@ -67,34 +65,32 @@ def write_projector_files(vectors: WordVectors, counts: np.ndarray, folder: Path
 
 def run_word2vec(config: PipelineConfig) -> RunResult:
     """Train skip-gram word vectors on a corpus and export them."""
+    with Run(config) as run:
+        return _run_word2vec(run, config)
+
+
+def _run_word2vec(run: Run, config: PipelineConfig) -> RunResult:
     pre: SkipGramConfig = config.preprocessing
     corpus = build_corpus(load_corpus(config.data), pre)
     model_config: Word2VecConfig = dataclasses.replace(config.model, vocabulary_size=len(corpus.words),
                                                        negatives=pre.negatives, window=pre.window)
     cbow = model_config.family == "cbow"
     log.info("Vocabulary %d words (min_count %d), %d tokens", len(corpus.words), pre.min_count, len(corpus.ids))
-    strategy = make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
-    batch_size = config.training.batch_size * strategy.num_replicas_in_sync
+    batch_size = run.global_batch
     dataset = make_skipgram_dataset(corpus, pre, batch_size=batch_size, seed=config.training.seed, cbow=cbow)
-    export_root = Path(config.export.dir) / config.name
-    work_dir = export_root / ".work" / config.fingerprint()
-    started = time.perf_counter()
     build = build_cbow if cbow else build_skipgram
-    model, history = train_model(lambda: build(model_config), loss=negative_sampling_loss, metrics=[],
-                                 train_data=dataset, validation_data=None, config=config.training,
-                                 work_dir=work_dir, strategy=strategy)
-    seconds = time.perf_counter() - started
+    model, history = run.train(lambda: build(model_config), loss=negative_sampling_loss, metrics=[],
+                               train_data=dataset, validation_data=None)
     table = model.get_layer("word_vectors").embeddings.numpy()
     vectors = WordVectors(corpus.words, table[:len(corpus.words)])  # (CBOW's extra padding row left out)
     words_per_second = corpus_words(corpus) * len(history) / sum(h.get("epoch_seconds", 0) for h in history) \
         if history else 0.0
     neighbours = {w: [n for n, _ in vectors.neighbors(w, 8)] for w in PROBE_WORDS if w in vectors.index}
     metrics = {
-        "pipeline": config.name,
+        **run.common_metrics(history),
         "data": {"source": config.data.describe(), "tokens": corpus_words(corpus), "vocabulary": len(corpus.words)},
-        "epochs_trained": len(history), "train_seconds_this_run": round(seconds, 2),
         "words_per_second": round(words_per_second), "final_loss": history[-1]["loss"] if history else None,
-        "neighbours": neighbours, "history": history,
+        "neighbours": neighbours,
     }
     log.info("%.0f words/s; neighbours: %s", words_per_second, {w: n[:4] for w, n in list(neighbours.items())[:4]})
 
@@ -104,10 +100,9 @@ def run_word2vec(config: PipelineConfig) -> RunResult:
         write_glove_text(vectors, path / "vectors.txt")
         write_word2vec_text(vectors, path / "vectors.w2v.txt")
         write_projector_files(vectors, corpus.counts, path)
-        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
+        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
 
-    version_dir = export.write_version(export_root, write, chief=is_chief(strategy))
-    export.finish_run(work_dir, chief=is_chief(strategy))
+    version_dir = run.publish(write)
     probe = next(iter(neighbours), None)
     summary = (f"{len(corpus.words):,} word vectors of dimension {vectors.dim} from {corpus_words(corpus):,} tokens, "
                f"{words_per_second:,.0f} words/s\n"

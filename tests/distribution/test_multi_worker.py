@@ -67,8 +67,17 @@ def test_two_workers_end_with_the_weights_of_one_process_on_the_same_global_batc
     history = json.loads((tmp_path / "epochs-0.json").read_text())["history"]
     single_history = json.loads((tmp_path / "single" / "epochs-single.json").read_text())["history"]
     assert [h["loss"] for h in history] == pytest.approx([h["loss"] for h in single_history], rel=1e-4)
-    # Only the chief wrote the resume state and history, in the shared work folder.
-    assert not any(p.name.startswith("kpipe-worker") for p in tmp_path.iterdir())
+    # Distribution, not two copies of one run: each worker is one of 2 replicas and trained on its
+    # own half of every global batch of 64; the single process saw whole batches.
+    infos = [json.loads((tmp_path / f"epochs-{i}.json").read_text()) for i in (0, 1)]
+    for info in infos:
+        assert (info["strategy"], info["replicas"]) == ("CollectiveAllReduceStrategy", 2)  # MultiWorkerMirrored
+    single_info = json.loads((tmp_path / "single" / "epochs-single.json").read_text())
+    assert single_info["replicas"] == 1 and all(len(rows) == 64 for rows in single_info["seen_rows"])
+    assert len(infos[0]["seen_rows"]) == len(single_info["seen_rows"]) == 3 * 4
+    for chief_rows, other_rows, batch in zip(infos[0]["seen_rows"], infos[1]["seen_rows"], single_info["seen_rows"]):
+        assert len(chief_rows) == len(other_rows) == 32 and not set(chief_rows) & set(other_rows)
+        assert sorted(chief_rows + other_rows) == sorted(batch)
 
 
 def test_a_rerun_after_both_workers_stop_resumes_from_the_chiefs_backup(tmp_path):

@@ -1,7 +1,9 @@
 """One worker of the multi-worker tests, run as `python worker.py OUT_DIR EPOCHS [CRASH_AFTER_EPOCH]`.
 
 Trains a tiny classifier with `train_model` under the strategy TF_CONFIG selects ("auto"), on
-the same synthetic batches in every worker, and saves its final weights and the epochs it ran.
+the same synthetic batches in every worker, and saves its final weights, the epochs it ran, its
+strategy and replica count, and the examples its replica trained on (the first column of each
+example is its row number, so the halves of each global batch can be told apart).
 """
 
 import json
@@ -21,13 +23,31 @@ out, epochs = Path(sys.argv[1]), int(sys.argv[2])
 crash_after = int(sys.argv[3]) if len(sys.argv) > 3 else None
 rng = np.random.default_rng(0)
 x = rng.integers(1, 20, size=(256, 6)).astype("int32")
-y = (x[:, 0] > 10).astype("float32")
-data = tf.data.Dataset.from_tensor_slices((x, y)).batch(64)
+y = (x[:, 1] > 10).astype("float32")
+
+row_ids = np.arange(256)
+data = tf.data.Dataset.from_tensor_slices((np.c_[x, row_ids].astype("int32"), y)).batch(64)
+
+
+seen_rows = []  # row numbers this process trained on, batch by batch
+
+
+class RecordRows(keras.layers.Layer):
+    """Passes its input through; while training, notes which rows (by their row-id column) it saw."""
+
+    def call(self, inputs, training=False):
+        if training:
+            rows = inputs[:, -1]
+            noted = tf.py_function(lambda r: seen_rows.append(r.numpy().tolist()) or 0, [rows], tf.int64)
+            with tf.control_dependencies([noted]):
+                return tf.identity(inputs[:, :-1])
+        return inputs[:, :-1]
 
 
 def build():
-    inputs = keras.Input((6,), dtype="int32")
-    h = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(20, 4)(inputs))
+    inputs = keras.Input((7,), dtype="int32")
+    tokens = RecordRows()(inputs)
+    h = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(20, 4)(tokens))
     return keras.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(h))
 
 
@@ -52,4 +72,6 @@ except KeyboardInterrupt:
     (out / f"crashed-{task}.json").write_text(json.dumps(record.epochs))
     raise SystemExit(0)
 np.savez(out / f"weights-{task}.npz", *model.get_weights())
-(out / f"epochs-{task}.json").write_text(json.dumps({"ran": record.epochs, "history": history}))
+(out / f"epochs-{task}.json").write_text(json.dumps({
+    "ran": record.epochs, "history": history, "strategy": type(strategy).__name__,
+    "replicas": strategy.num_replicas_in_sync, "seen_rows": seen_rows}))

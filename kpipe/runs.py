@@ -1,0 +1,147 @@
+"""One run of a pipeline config: what every task shares, so a task keeps only its own logic.
+
+A `Run` is made once from the config, first thing in a task's `run_*` function. It owns the
+tf.distribute strategy and the global batch size, the work folder with its lock and resume state,
+the training time, the metrics every report has, and publishing the export as a new version.
+
+    with Run(config) as run:
+        ...load data, build datasets with run.global_batch...
+        model, history = run.train(build, loss=..., metrics=[...], train_data=..., validation_data=...)
+        ...evaluate...
+        metrics = {**run.common_metrics(history), ...task metrics...}
+        version_dir = run.publish(lambda folder: write_my_export(folder, ...))
+
+Two processes never share a work folder: the second run of a config whose run is alive stops at
+once with one line naming the other process (`RunInProgressError`, exit 2). The lock is the
+operating system's (`filelock`), so a run killed with SIGKILL releases it, and the next run of
+the config resumes from its last finished epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import filelock
+import keras
+
+from kpipe import export
+from kpipe.errors import KpipeError
+from kpipe.multi_worker import is_chief
+from kpipe.pipeline_config import PipelineConfig
+from kpipe.training import make_strategy, train_model
+
+log = logging.getLogger(__name__)
+
+
+class RunInProgressError(KpipeError):
+    """Another process is running the same config in the same export folder."""
+
+
+class Run:
+    """Strategy, work folder and lock, timing, common metrics and publishing for one run of `config`.
+
+    Attributes:
+        config: the pipeline config.
+        strategy: from `kpipe.training.make_strategy` (made before anything else touches TensorFlow).
+        global_batch: `training.batch_size` times the replicas in sync.
+        export_root: `<export.dir>/<name>`, where versions are published.
+        work_dir: `<export_root>/.work/<config fingerprint>`: resume state while the run is alive.
+        chief: whether this process writes state and exports (always, outside multi-worker runs).
+    """
+
+    def __init__(self, config: PipelineConfig):
+        self.config = config
+        training = config.training
+        self.strategy = make_strategy(training.strategy, worker_timeout_s=training.worker_timeout_s)
+        self.global_batch = training.batch_size * self.strategy.num_replicas_in_sync
+        self.chief = is_chief(self.strategy)
+        self.export_root = Path(config.export.dir) / config.name
+        fingerprint = config.fingerprint()
+        self.work_dir = self.export_root / ".work" / fingerprint
+        # The lock and its owner note live beside the work folder, which a finished run deletes.
+        self._lock_path = self.export_root / ".work" / f"{fingerprint}.lock"
+        self._owner_path = self.export_root / ".work" / f"{fingerprint}.owner.json"
+        self._lock: filelock.BaseFileLock | None = None
+        self.train_seconds = 0.0
+        # Seeded before the task builds its datasets: their shuffle seeds combine with the global one.
+        keras.utils.set_random_seed(training.seed)
+
+    # === The lock ===
+    def __enter__(self) -> "Run":
+        if self.chief:  # other workers only read the chief's state
+            self._acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._lock is not None:
+            self._owner_path.unlink(missing_ok=True)
+            self._lock.release()
+            self._lock = None
+
+    def _acquire(self) -> None:
+        self._lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(str(self._lock_path), timeout=0)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise RunInProgressError(
+                f"another run of this config is in progress ({self._owner()}; work folder {self.work_dir}); wait "
+                "for it to finish, stop it, or run a different config beside it (e.g. --set training.seed=2)") from None
+        self._lock = lock
+        resuming = export_has_state(self.work_dir)
+        self._owner_path.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                                "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                                "command": " ".join(sys.argv)}), encoding="utf-8")
+        if resuming:
+            log.info("Resuming the interrupted run in %s", self.work_dir)
+
+    def _owner(self) -> str:
+        try:
+            owner = json.loads(self._owner_path.read_text(encoding="utf-8"))
+            return f"process {owner['pid']} on {owner['host']}, started {owner['started']}"
+        except (OSError, ValueError, KeyError):
+            return "a process that is just starting"
+
+    # === Training ===
+    def train(self, build: Callable[[], keras.Model], *, subdir: str = "", **kwargs):
+        """`kpipe.training.train_model` under this run's strategy, config and work folder (or a
+        sub-folder of it, for an extra training stage such as pretraining); timed.
+
+        Returns:
+            (model, history), as `train_model`.
+        """
+        kwargs.setdefault("config", self.config.training)
+        started = time.perf_counter()
+        try:
+            return train_model(build, work_dir=self.work_dir / subdir if subdir else self.work_dir,
+                               strategy=self.strategy, **kwargs)
+        finally:
+            self.train_seconds += time.perf_counter() - started
+
+    def common_metrics(self, history: list[dict]) -> dict:
+        """What every report holds: the pipeline, epochs, training time and per-epoch history."""
+        return {"pipeline": self.config.name, "epochs_trained": len(history),
+                "train_seconds_this_run": round(self.train_seconds, 2),
+                "epoch_seconds": [round(h.get("epoch_seconds", float("nan")), 2) for h in history],
+                "history": history}
+
+    # === Publishing ===
+    def publish(self, write: Callable[[Path], None]) -> Path:
+        """Write the export with `write(folder)` and publish it as the next version, then delete the
+        resume state. Returns the version folder."""
+        version_dir = export.write_version(self.export_root, write, chief=self.chief)
+        export.finish_run(self.work_dir, chief=self.chief)
+        return version_dir
+
+
+def export_has_state(work_dir: Path) -> bool:
+    """Whether an interrupted run left resume state in `work_dir`."""
+    return work_dir.is_dir() and any(work_dir.iterdir())
+
