@@ -106,7 +106,8 @@ def _overrides(args) -> list[str]:
 def cmd_run(args) -> int:
     from kpipe.pipelines import load_pipeline, run_pipeline
 
-    config = load_pipeline(args.pipeline, _overrides(args))
+    config = load_pipeline(args.pipeline, _overrides(args))  # a bad config fails here, before TensorFlow loads
+    _import_tensorflow_quietly()
     print(run_pipeline(config).summary)
     return 0
 
@@ -136,10 +137,19 @@ def _input_texts(args, verb: str) -> list[str]:
     return texts
 
 
-def cmd_translate(args) -> int:
+def _export_of(args, task: str, command: str, signature: str = "") -> Path:
+    """The export folder the command was given, checked against its manifest before TensorFlow loads."""
+    from kpipe import manifest
     from kpipe.export import resolve_model_dir
 
-    model_dir = resolve_model_dir(args.model, args.export_dir)  # fail fast, before loading TensorFlow
+    model_dir = resolve_model_dir(args.model, args.export_dir)
+    manifest.require(model_dir, task, command, signature=signature)
+    _import_tensorflow_quietly()
+    return model_dir
+
+
+def cmd_translate(args) -> int:
+    model_dir = _export_of(args, "translate", "kpipe translate")  # fails fast, before TensorFlow loads
     texts = _input_texts(args, "translate")
     from kpipe.tasks.translate import translate_texts
 
@@ -149,9 +159,7 @@ def cmd_translate(args) -> int:
 
 
 def cmd_embed(args) -> int:
-    from kpipe.export import resolve_model_dir
-
-    model_dir = resolve_model_dir(args.model, args.export_dir)
+    model_dir = _export_of(args, "classify", "kpipe embed", signature="embed")  # fails fast, before TensorFlow loads
     texts = _input_texts(args, "embed")
     from kpipe.sentence_embeddings import embed_texts
 
@@ -163,9 +171,7 @@ def cmd_embed(args) -> int:
 
 
 def cmd_similar(args) -> int:
-    from kpipe.export import resolve_model_dir
-
-    model_dir = resolve_model_dir(args.model, args.export_dir)
+    model_dir = _export_of(args, "classify", "kpipe similar", signature="embed")  # fails fast, before TensorFlow loads
     sentences = _input_texts(args, "rank")
     from kpipe.sentence_embeddings import most_similar
 
@@ -175,9 +181,7 @@ def cmd_similar(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from kpipe.export import resolve_model_dir
-
-    model_dir = resolve_model_dir(args.model, args.export_dir)  # fail fast, before loading TensorFlow
+    model_dir = _export_of(args, "classify", "kpipe predict")  # fails fast, before TensorFlow loads
     texts = _input_texts(args, "predict")
 
     from kpipe.tasks.classify import predict_texts
@@ -193,9 +197,7 @@ def cmd_predict(args) -> int:
 
 
 def cmd_forecast(args) -> int:
-    from kpipe.export import resolve_model_dir
-
-    model_dir = resolve_model_dir(args.model, args.export_dir)
+    model_dir = _export_of(args, "forecast", "kpipe forecast")  # fails fast, before TensorFlow loads
     from kpipe.tasks.forecast import forecast_file
 
     result = forecast_file(model_dir, args.input)
@@ -211,9 +213,7 @@ def cmd_forecast(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    from kpipe.export import resolve_model_dir
-
-    model_dir = resolve_model_dir(args.model, args.export_dir)
+    model_dir = _export_of(args, "generate", "kpipe generate")  # fails fast, before TensorFlow loads
     from kpipe.tasks.generate import generate_names
 
     names = generate_names(model_dir, prefix=args.prefix, count=args.count, temperature=args.temperature,
@@ -223,6 +223,7 @@ def cmd_generate(args) -> int:
 
 
 def _word_vectors(args):
+    _import_tensorflow_quietly()
     from kpipe import embeddings
 
     if args.model:
@@ -379,7 +380,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _import_tensorflow_quietly()
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     try:

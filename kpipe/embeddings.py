@@ -349,16 +349,17 @@ def align_to_vocabulary(vectors: WordVectors, vocabulary: Sequence[str], *, seed
 
 def classifier_word_vectors(model_dir: str | Path, export_dir: str | Path = "saved_models") -> WordVectors:
     """The learned embedding of an exported classifier, as WordVectors over its vocabulary."""
+    from kpipe import manifest
     from kpipe.export import load_keras_model, resolve_model_dir
-    from kpipe.preprocessing.text import WORDPIECE_RESERVED
+    from kpipe.tokens import WORD_RESERVED, WORDPIECE_RESERVED
 
     path = resolve_model_dir(model_dir, export_dir)
-    if not (path / "model.keras").is_file() or not (path / "vocabulary.txt").is_file():
-        raise KpipeError(f"{path} has no model.keras and vocabulary.txt: not a kpipe classifier export")
+    manifest.require(path, "classify", "kpipe neighbors --model")
     vocabulary = (path / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
     table = _token_embedding_table(load_keras_model(path), path)
     # Leave out the reserved tokens: WordPiece's [PAD] [CLS] [SEP] [UNK] [MASK], or the words' "" and [UNK].
-    reserved = len(WORDPIECE_RESERVED) if vocabulary[:len(WORDPIECE_RESERVED)] == WORDPIECE_RESERVED else 2
+    reserved = len(WORDPIECE_RESERVED if vocabulary[:len(WORDPIECE_RESERVED)] == WORDPIECE_RESERVED
+                   else WORD_RESERVED)
     return WordVectors(vocabulary[reserved:], table[reserved:len(vocabulary)])
 
 

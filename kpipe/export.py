@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
+from kpipe import manifest
 from kpipe.errors import ModelNotFoundError
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,15 @@ def write_saved_model(path: Path, *, tracked: list, endpoints: dict) -> None:
     for name, function in endpoints.items():
         archive.add_endpoint(name, function)
     archive.write_out(str(path), verbose=False)
+    manifest.update(path, signatures={name: describe_signature(function) for name, function in endpoints.items()})
+
+
+def describe_signature(function) -> dict:
+    """Input names, dtypes and shapes, and output names, of a tf.function with an input signature."""
+    inputs = {spec.name: {"dtype": spec.dtype.name, "shape": spec.shape.as_list()}
+              for spec in function.input_signature}
+    outputs = function.get_concrete_function().structured_outputs
+    return {"inputs": inputs, "outputs": sorted(outputs) if isinstance(outputs, dict) else []}
 
 
 def load_saved_model(path: Path):

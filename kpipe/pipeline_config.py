@@ -1,7 +1,7 @@
 """The config of a named pipeline: task, data, preprocessing, model, training, export.
 
 The sections' types depend on the task (and the model section's on `model.family`); each task
-declares them in a `TaskSpec` (see `kpipe.tasks`). Parsing is strict: see `kpipe.config`.
+declares them in a `TaskSpec` (see `kpipe.task_specs`). Parsing is strict: see `kpipe.config`.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ import dataclasses
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from kpipe.config import did_you_mean, dumps_toml, from_dict, to_dict
 from kpipe.errors import ConfigError
-from kpipe.training import TrainingConfig
+from kpipe.task_specs import TASKS
+from kpipe.training_config import TrainingConfig
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
@@ -34,6 +35,18 @@ class ExportConfig:
             raise ValueError("`dir` must not be empty. Received: dir=''")
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EvaluationConfig:
+    """What the model is measured against, on the same split in the same run.
+
+    Args:
+        baseline: text classifiers: also fit TF-IDF (1-2 grams) + logistic regression on the
+            training split and report it beside the model (turn off for data too big for it).
+    """
+
+    baseline: bool = True
+
+
 @dataclasses.dataclass(frozen=True)
 class RunResult:
     """What a pipeline run produced: the export folder, the test metrics, and a short summary."""
@@ -41,18 +54,6 @@ class RunResult:
     export_dir: Path
     metrics: dict[str, Any]
     summary: str
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskSpec:
-    """What a task needs: its config section types, its model families, and how to run it."""
-
-    name: str
-    data: type
-    preprocessing: type
-    models: Mapping[str, type]  # model.family -> config class
-    run: Callable[["PipelineConfig"], RunResult]
-    check: Callable[["PipelineConfig"], None] | None = None  # rules across sections; raises ConfigError
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -66,6 +67,7 @@ class PipelineConfig:
     preprocessing: Any
     model: Any
     training: TrainingConfig = TrainingConfig()
+    evaluation: EvaluationConfig = EvaluationConfig()
     export: ExportConfig = ExportConfig()
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,8 +87,6 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
     Raises:
         ConfigError: unknown or missing keys, unknown task or model family, bad values.
     """
-    from kpipe.tasks import TASKS
-
     known = {f.name for f in dataclasses.fields(PipelineConfig)}
     for key in raw:
         if key not in known:
@@ -102,7 +102,7 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
         raise ConfigError(f"unknown task '{task}'{did_you_mean(task, TASKS)}; known tasks: {', '.join(TASKS)}")
     spec = TASKS[task]
     sections = {}
-    for key in ("data", "preprocessing", "model", "training", "export"):
+    for key in ("data", "preprocessing", "model", "training", "evaluation", "export"):
         value = raw.get(key, {})
         if not isinstance(value, Mapping):
             raise ConfigError(f"'{key}' must be a table ([{key}]). Received: {value!r}")
@@ -119,6 +119,7 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
         preprocessing=from_dict(spec.preprocessing, sections["preprocessing"], path="preprocessing"),
         model=from_dict(spec.models[family], sections["model"], path="model"),
         training=from_dict(TrainingConfig, sections["training"], path="training"),
+        evaluation=from_dict(EvaluationConfig, sections["evaluation"], path="evaluation"),
         export=from_dict(ExportConfig, sections["export"], path="export"),
     )
     if spec.check:

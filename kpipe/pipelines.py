@@ -93,6 +93,6 @@ def run_pipeline(config: PipelineConfig):
         # A multi-worker strategy must exist before TensorFlow runs anything (loading data does);
         # a missing TPU is reported before the data is loaded.
         make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
-    from kpipe.tasks import TASKS
+    from kpipe.task_specs import TASKS
 
     return TASKS[config.task].run(config)

@@ -26,12 +26,12 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import filelock
 import keras
 
-from kpipe import export
+from kpipe import export, manifest
 from kpipe.errors import KpipeError
 from kpipe.multi_worker import is_chief
 from kpipe.pipeline_config import PipelineConfig
@@ -65,9 +65,10 @@ class Run:
         self.export_root = Path(config.export.dir) / config.name
         fingerprint = config.fingerprint()
         self.work_dir = self.export_root / ".work" / fingerprint
-        # The lock and its owner note live beside the work folder, which a finished run deletes.
-        self._lock_path = self.export_root / ".work" / f"{fingerprint}.lock"
-        self._owner_path = self.export_root / ".work" / f"{fingerprint}.owner.json"
+        # The lock and its owner note live outside the work folder, which a finished run deletes (a
+        # lock file deleted while another process waits on it would let a third one in).
+        self._lock_path = self.export_root / ".locks" / f"{fingerprint}.lock"
+        self._owner_path = self.export_root / ".locks" / f"{fingerprint}.owner.json"
         self._lock: filelock.BaseFileLock | None = None
         self.train_seconds = 0.0
         # Seeded before the task builds its datasets: their shuffle seeds combine with the global one.
@@ -79,21 +80,39 @@ class Run:
             self._acquire()
         return self
 
-    def __exit__(self, *exc) -> None:
-        if self._lock is not None:
-            self._owner_path.unlink(missing_ok=True)
+    def __exit__(self, exc_type, *exc) -> None:
+        if self._lock is None:
+            return
+        self._owner_path.unlink(missing_ok=True)
+        if exc_type is not None and not self.work_dir.exists():
+            # Failed before writing anything (bad data, say): leave no trace of the run either.
+            # The lock file goes before the lock is released; `_acquire` checks that the file it
+            # locked is still the one at the path, so a process that opened it just before cannot win.
+            self._lock_path.unlink(missing_ok=True)
             self._lock.release()
-            self._lock = None
+            for folder in (self._lock_path.parent, self.export_root, self.export_root.parent):
+                try:
+                    folder.rmdir()  # only if empty
+                except OSError:
+                    break
+        else:
+            self._lock.release()
+        self._lock = None
 
     def _acquire(self) -> None:
-        self._lock_path.parent.mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(str(self._lock_path), timeout=0)
-        try:
-            lock.acquire()
-        except filelock.Timeout:
-            raise RunInProgressError(
-                f"another run of this config is in progress ({self._owner()}; work folder {self.work_dir}); wait "
-                "for it to finish, stop it, or run a different config beside it (e.g. --set training.seed=2)") from None
+        for _ in range(10):
+            self._lock_path.parent.mkdir(parents=True, exist_ok=True)
+            lock = filelock.FileLock(str(self._lock_path), timeout=0)
+            try:
+                lock.acquire()
+            except filelock.Timeout:
+                raise RunInProgressError(
+                    f"another run of this config is in progress ({self._owner()}; work folder {self.work_dir}); "
+                    "wait for it to finish, stop it, or run a different config beside it (e.g. --set "
+                    "training.seed=2)") from None
+            if _locks_the_file_at(lock, self._lock_path):
+                break
+            lock.release()  # locked a file another run had just removed: try the new one
         self._lock = lock
         resuming = export_has_state(self.work_dir)
         self._owner_path.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
@@ -133,12 +152,30 @@ class Run:
                 "history": history}
 
     # === Publishing ===
-    def publish(self, write: Callable[[Path], None]) -> Path:
-        """Write the export with `write(folder)` and publish it as the next version, then delete the
-        resume state. Returns the version folder."""
-        version_dir = export.write_version(self.export_root, write, chief=self.chief)
+    def publish(self, write: Callable[[Path], None], *, data: Iterable = ()) -> Path:
+        """Write the export with `write(folder)`, add its manifest (`kpipe.json`: the task, family,
+        versions and a fingerprint of the training `data`), publish it as the next version, then
+        delete the resume state. Returns the version folder."""
+        def write_with_manifest(folder: Path) -> None:
+            write(folder)
+            manifest.update(folder, pipeline=self.config.name, task=self.config.task,
+                            family=getattr(self.config.model, "family", ""), kpipe_version=manifest.kpipe_version(),
+                            config_fingerprint=self.config.fingerprint(), data_fingerprint=manifest.fingerprint(data))
+
+        version_dir = export.write_version(self.export_root, write_with_manifest, chief=self.chief)
         export.finish_run(self.work_dir, chief=self.chief)
         return version_dir
+
+
+def _locks_the_file_at(lock: filelock.BaseFileLock, path: Path) -> bool:
+    """Whether the file `lock` holds is the one now at `path` (not one unlinked meanwhile)."""
+    fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
+    if fd is None:  # another filelock version: cannot tell, trust it
+        return True
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except OSError:
+        return False
 
 
 def export_has_state(work_dir: Path) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kpipe import export
+from kpipe import export, manifest
 from kpipe.errors import KpipeError
 
 
@@ -24,10 +24,9 @@ def embed_texts(model: str | Path, texts: list[str], *, export_dir: str | Path =
     import tensorflow as tf
 
     path = export.resolve_model_dir(model, export_dir)
+    # Sentence embeddings come from transformer classifiers (e.g. `kpipe run sentiment-transformer`).
+    manifest.require(path, "classify", "kpipe embed", signature="embed")
     loaded = export.load_saved_model(path)
-    if not hasattr(loaded, "embed"):
-        raise KpipeError(f"{path} has no `embed` signature: sentence embeddings come from transformer classifiers "
-                         "(e.g. `kpipe run sentiment-transformer`)")
     parts = [loaded.embed(tf.constant(texts[i:i + batch_size]))["embedding"].numpy()
              for i in range(0, len(texts), batch_size)]
     return np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)

@@ -1,5 +1,10 @@
 """The `kpipe` command: help, and the one-line error (exit 2, nothing written) for each user mistake."""
 
+import concurrent.futures
+import json
+import subprocess
+import sys
+
 import pytest
 
 from kpipe.cli import main
@@ -28,8 +33,7 @@ def test_list_and_show(capsys):
     assert 'source = "file"' in out and 'path = "reviews.csv"' in out and "epochs = 2" in out
 
 
-@pytest.fixture
-def bad_inputs(tmp_path):
+def make_bad_inputs(tmp_path):
     (tmp_path / "header_only.csv").write_text("text,label\n")
     (tmp_path / "one_class.csv").write_text("text,label\n" + "".join(f"text {i},pos\n" for i in range(20)))
     (tmp_path / "latin1.csv").write_bytes("text,label\ncaf\xe9,1\nok,0\n".encode("latin-1"))
@@ -39,7 +43,6 @@ def bad_inputs(tmp_path):
         f"{t},{'' if i == 7 else i}\n" for i, t in enumerate(times)))
     (tmp_path / "unsorted.csv").write_text("time,y\n" + "".join(
         f"{t},{i}\n" for i, t in enumerate(times[:3][::-1] + times[3:])))
-    return tmp_path
 
 
 CASES = {
@@ -80,21 +83,55 @@ CASES = {
 }
 
 
+CASES.update({
+    "predict given a forecaster": (["predict", "forecaster", "hello"],
+                                   "forecaster is a forecast export (pipeline electricity-lstm), but `kpipe predict` "
+                                   "needs a classify export; for this one use: kpipe forecast forecaster --input"),
+    "forecast given a classifier": (["forecast", "classifier", "--input", "x.csv"],
+                                    "for this one use: kpipe predict classifier"),
+    "embed given a BiLSTM classifier": (["embed", "classifier", "hello"],
+                                        "has no `embed` signature, which `kpipe embed` needs"),
+    "translate given a folder that is not an export": (["translate", "not-kpipe", "hello"],
+                                                       "not-kpipe has no kpipe.json: not a kpipe export"),
+})
+
+
+def fake_export(folder, **manifest):
+    """A version folder as far as the commands' checks go: a SavedModel file and a manifest."""
+    folder.mkdir()
+    (folder / "saved_model.pb").write_bytes(b"")
+    if manifest:
+        (folder / "kpipe.json").write_text(json.dumps(manifest))
+
+
+@pytest.fixture(scope="module")
+def mistakes(tmp_path_factory):
+    """Every case through the real command, in its own folder, four processes at a time."""
+    def run_case(case):
+        folder = tmp_path_factory.mktemp("case")
+        make_bad_inputs(folder)
+        fake_export(folder / "m", task="classify", pipeline="sentiment-bilstm", signatures={"serve": {}})
+        fake_export(folder / "classifier", task="classify", pipeline="sentiment-bilstm", family="rnn_classifier",
+                    signatures={"serve": {}})
+        fake_export(folder / "forecaster", task="forecast", pipeline="electricity-lstm", signatures={"serve": {}})
+        fake_export(folder / "not-kpipe")
+        before = sorted(str(p) for p in folder.rglob("*"))
+        result = subprocess.run([sys.executable, "-m", "kpipe", *CASES[case][0]], cwd=folder, capture_output=True,
+                                text=True, timeout=600, stdin=subprocess.DEVNULL)
+        return result, before, sorted(str(p) for p in folder.rglob("*"))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(CASES, pool.map(run_case, CASES)))
+
+
 @pytest.mark.parametrize("case", CASES)
-def test_user_mistakes_get_one_line_exit_2_and_nothing_written(case, bad_inputs, monkeypatch, capsys):
-    monkeypatch.chdir(bad_inputs)
-    if case == "predict non-UTF-8 file":  # needs a model folder to get past the model check
-        (bad_inputs / "m").mkdir()
-        (bad_inputs / "m" / "saved_model.pb").write_bytes(b"")
-    before = sorted(p.name for p in bad_inputs.rglob("*"))
-    argv, message = CASES[case]
-    code, out, err = run_cli(capsys, *argv)
-    assert code == 2
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("kpipe: error: "), err
-    assert message in lines[0]
-    assert "Traceback" not in err
-    assert sorted(p.name for p in bad_inputs.rglob("*")) == before  # nothing written
+def test_user_mistakes_get_one_line_exit_2_and_nothing_written(case, mistakes):
+    result, before, after = mistakes[case]
+    assert result.returncode == 2, result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("kpipe: error: ") and CASES[case][1] in last, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert after == before  # nothing written
 
 
 def test_debug_flag_shows_the_traceback(capsys):

@@ -22,12 +22,17 @@ def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path):
     run = kpipe("run", "sentiment-bilstm", "--set", "training.epochs=1", "--set", "data.limit=600", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "Exported to saved_models/sentiment-bilstm/1" in run.stdout
+    assert "tfidf + logistic regression" in run.stdout  # the baseline beside the model
     export = tmp_path / "saved_models" / "sentiment-bilstm" / "1"
     for name in ("saved_model.pb", "model.keras", "config.toml", "labels.txt", "vocabulary.txt", "metrics.json",
                  "training_curves.png", "history.csv", "tensorboard"):
         assert (export / name).exists(), name
     assert not (tmp_path / "saved_models" / "sentiment-bilstm" / ".work").exists() or not any(
         (tmp_path / "saved_models" / "sentiment-bilstm" / ".work").iterdir())
+    metrics = json.loads((export / "metrics.json").read_text())
+    baseline = metrics["baseline"]
+    assert baseline["name"] == "tfidf_logistic_regression" and 0.3 < baseline["accuracy"] <= 1
+    assert baseline["C"] in (1.0, 4.0, 16.0) and set(baseline["validation_accuracy_by_C"]) == {"1.0", "4.0", "16.0"}
     cached = json.loads(next((tmp_path / "saved_models" / "sentiment-bilstm" / ".cache").glob("vocabulary-*.json"))
                         .read_text(encoding="utf-8"))  # kept for the next run on the same data
     assert cached == (export / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]

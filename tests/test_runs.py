@@ -100,8 +100,8 @@ def test_a_second_run_of_a_live_config_stops_at_once_and_the_first_finishes(tmp_
     noisy_reviews(tmp_path, n=600)
     args = ARGS + ["--set", "training.epochs=2"]
     first = start(args, tmp_path)
-    work = tmp_path / "saved_models" / "imdb-bilstm" / ".work"
-    wait_for(lambda: any(work.glob("*.owner.json")), first)
+    locks = tmp_path / "saved_models" / "imdb-bilstm" / ".locks"
+    wait_for(lambda: any(locks.glob("*.owner.json")), first)
     second = kpipe(*args, cwd=tmp_path)
     assert second.returncode == 2
     last_line = second.stderr.strip().splitlines()[-1]

@@ -15,8 +15,9 @@ import io
 import logging
 import re
 
-from kpipe.config import check_choice, check_range, did_you_mean
-from kpipe.datasets import files
+from kpipe.config import check_range
+from kpipe.datasets import embedded, files
+from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
 from kpipe.errors import DataError
 
@@ -26,7 +27,7 @@ FOOTNOTE = re.compile(r"\{[^}]*\}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CorpusDataConfig:
+class CorpusDataConfig(DataSourceConfig):
     """Where the text comes from.
 
     Args:
@@ -37,20 +38,12 @@ class CorpusDataConfig:
         encoding: text encoding of the file.
     """
 
-    source: str = "embedded"
     name: str = "world-english-bible"
-    path: str = ""
     limit: int = 0
-    encoding: str = "utf-8"
 
     def __post_init__(self):
-        check_choice("source", self.source, ("embedded", "file"))
+        super().__post_init__()
         check_range("limit", self.limit, low=0)
-        if self.source == "file" and not self.path:
-            raise ValueError("`path` is required when source='file'")
-
-    def describe(self) -> str:
-        return f"{self.source}:{self.path or self.name}"
 
 
 def read_world_english_bible() -> list[str]:
@@ -69,10 +62,7 @@ def load_corpus(config: CorpusDataConfig) -> list[str]:
         DataError: unknown embedded corpus, missing or undecodable file, no text.
     """
     if config.source == "embedded":
-        if config.name != "world-english-bible":
-            raise DataError(f"unknown embedded corpus '{config.name}'"
-                            f"{did_you_mean(config.name, ['world-english-bible'])}; known: world-english-bible")
-        lines = read_world_english_bible()
+        lines = embedded.read(config.name, "corpus")
     else:
         lines = files.read_text(config.path, encoding=config.encoding).splitlines()
     lines = [line for line in lines if line.strip()]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from kpipe.errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where used: it takes half a second, and parsing a config needs none
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zip", ".xz", ".zst")
@@ -63,6 +65,7 @@ def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: boo
     Raises:
         DataError: the file is missing, of an unknown format, unreadable, or not in `encoding`.
     """
+    import pandas as pd
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file not found: {path} (give an existing CSV/TSV/Parquet file, "
@@ -98,6 +101,7 @@ def read_class_folders(path: str | Path, *, encoding: str = "utf-8", limit: int 
     Raises:
         DataError: the folder is missing, has fewer than two class folders, or a file cannot be decoded.
     """
+    import pandas as pd
     path = Path(path)
     if not path.is_dir():
         raise DataError(f"data folder not found: {path} (give a folder with one sub-folder per class)")

@@ -18,15 +18,15 @@ import logging
 import unicodedata
 from pathlib import Path
 
-from kpipe.config import check_choice, check_range, check_split_fractions, did_you_mean
-from kpipe.datasets import files
+from kpipe.config import check_range, check_split_fractions, did_you_mean
+from kpipe.datasets import embedded, files
+from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
 from kpipe.datasets.splits import split_by_first_item
 from kpipe.errors import DataError
 
 log = logging.getLogger(__name__)
 
-SOURCES = ("embedded", "file")
 
 # gender_guesser.detector.Detector.COUNTRIES: column i (from character 30) of nam_dict.txt is country i.
 NAM_DICT_COUNTRIES = """great_britain ireland usa italy malta portugal spain france belgium luxembourg
@@ -37,7 +37,7 @@ NAM_DICT_COUNTRIES = """great_britain ireland usa italy malta portugal spain fra
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class NamesDataConfig:
+class NamesDataConfig(DataSourceConfig):
     """Where names come from, which categories to keep, and how they are split.
 
     Args:
@@ -52,9 +52,7 @@ class NamesDataConfig:
         encoding: text encoding of files.
     """
 
-    source: str = "embedded"
     name: str = "first-names-by-country"
-    path: str = ""
     name_column: str = "name"
     category_column: str = ""
     categories: tuple[str, ...] = ()
@@ -62,17 +60,11 @@ class NamesDataConfig:
     validation_fraction: float = 0.1
     test_fraction: float = 0.1
     seed: int = 1337
-    encoding: str = "utf-8"
 
     def __post_init__(self):
-        check_choice("source", self.source, SOURCES)
+        super().__post_init__()
         check_range("limit", self.limit, low=0)
         check_split_fractions(self.validation_fraction, self.test_fraction)
-        if self.source == "file" and not self.path:
-            raise ValueError("`path` is required when source='file'")
-
-    def describe(self) -> str:
-        return f"{self.source}:{self.path or self.name}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,10 +127,7 @@ def load_names(config: NamesDataConfig) -> NameSplits:
         DataError: unknown embedded name or category, missing file or column, no names left.
     """
     if config.source == "embedded":
-        if config.name != "first-names-by-country":
-            raise DataError(f"unknown embedded names '{config.name}'"
-                            f"{did_you_mean(config.name, ['first-names-by-country'])}; known: first-names-by-country")
-        pairs = read_nam_dict()
+        pairs = embedded.read(config.name, "names")
     else:
         pairs = _read_file(config)
     pairs = [(unicodedata.normalize("NFC", n), c) for n, c in pairs]

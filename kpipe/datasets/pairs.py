@@ -17,20 +17,19 @@ import logging
 import re
 import unicodedata
 
-from kpipe.config import check_choice, check_range, check_split_fractions, did_you_mean
-from kpipe.datasets import files
+from kpipe.config import check_range, check_split_fractions, did_you_mean
+from kpipe.datasets import embedded, files
+from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
 from kpipe.datasets.splits import split_by_first_item
 from kpipe.errors import DataError
 
 log = logging.getLogger(__name__)
 
-SOURCES = ("embedded", "file")
-EMBEDDED = ("cmudict",)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PairsDataConfig:
+class PairsDataConfig(DataSourceConfig):
     """Where pairs come from and how they are split.
 
     Args:
@@ -45,9 +44,7 @@ class PairsDataConfig:
         encoding: text encoding of files.
     """
 
-    source: str = "embedded"
     name: str = "cmudict"
-    path: str = ""
     source_column: str = "source"
     target_column: str = "target"
     keep_stress: bool = False
@@ -55,17 +52,11 @@ class PairsDataConfig:
     validation_fraction: float = 0.05
     test_fraction: float = 0.1
     seed: int = 1337
-    encoding: str = "utf-8"
 
     def __post_init__(self):
-        check_choice("source", self.source, SOURCES)
+        super().__post_init__()
         check_range("limit", self.limit, low=0)
         check_split_fractions(self.validation_fraction, self.test_fraction)
-        if self.source == "file" and not self.path:
-            raise ValueError("`path` is required when source='file'")
-
-    def describe(self) -> str:
-        return f"{self.source}:{self.path or self.name}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,10 +114,7 @@ def load_pairs(config: PairsDataConfig) -> PairSplits:
         DataError: unknown embedded name, missing file or column, too few pairs.
     """
     if config.source == "embedded":
-        if config.name not in EMBEDDED:
-            raise DataError(f"unknown embedded pairs '{config.name}'{did_you_mean(config.name, EMBEDDED)}; "
-                            f"known: {', '.join(EMBEDDED)}")
-        pairs = read_cmudict(config.keep_stress)
+        pairs = embedded.read(config.name, "pairs", keep_stress=config.keep_stress)
     else:
         pairs = _read_file(config)
     pairs = list(dict.fromkeys((unicodedata.normalize("NFC", s), t) for s, t in pairs))

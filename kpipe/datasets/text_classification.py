@@ -11,22 +11,25 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import ClassVar, TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from kpipe.config import check_choice, check_range, check_split_fractions
+from kpipe.config import check_range, check_split_fractions
 from kpipe.datasets import embedded, files, tfds_source
+from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.splits import split_indices
 from kpipe.errors import DataError
 
+if TYPE_CHECKING:
+    import pandas as pd  # imported where used: it takes half a second, and parsing a config needs none
+
 log = logging.getLogger(__name__)
 
-SOURCES = ("embedded", "file", "folder", "tfds")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TextClassificationDataConfig:
+class TextClassificationDataConfig(DataSourceConfig):
     """Where labelled text comes from and how it is split.
 
     Args:
@@ -46,9 +49,10 @@ class TextClassificationDataConfig:
         tfds_data_dir: where TFDS keeps prepared data ("" = ~/tensorflow_datasets).
     """
 
-    source: str = "embedded"
+    SOURCES: ClassVar[tuple[str, ...]] = ("embedded", "file", "folder", "tfds")
+    EXAMPLE_NAME: ClassVar[str] = "tweets-sentiment"
+
     name: str = ""
-    path: str = ""
     text_column: str = "text"
     label_column: str = "label"
     label_names: tuple[str, ...] = ()
@@ -56,24 +60,14 @@ class TextClassificationDataConfig:
     validation_fraction: float = 0.1
     test_fraction: float = 0.1
     seed: int = 1337
-    encoding: str = "utf-8"
     tfds_data_dir: str = ""
 
     def __post_init__(self):
-        check_choice("source", self.source, SOURCES)
+        super().__post_init__()
         check_range("limit", self.limit, low=0)
         check_split_fractions(self.validation_fraction, self.test_fraction, allow_zero=True)
-        if self.source in ("embedded", "tfds") and not self.name:
-            raise ValueError(f"`name` is required when source={self.source!r} "
-                             f"(e.g. name='{'tweets-sentiment' if self.source == 'embedded' else 'imdb_reviews'}')")
-        if self.source in ("file", "folder") and not self.path:
-            raise ValueError(f"`path` is required when source={self.source!r}")
         if len(set(self.label_names)) != len(self.label_names):
             raise ValueError(f"`label_names` must be distinct. Received: label_names={list(self.label_names)}")
-
-    def describe(self) -> str:
-        """A short human description of the source, e.g. "file:data/train.csv"."""
-        return f"{self.source}:{self.path or self.name}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +98,7 @@ class TextSplits:
 def read_examples(config: TextClassificationDataConfig) -> pd.DataFrame:
     """Read the configured source as a DataFrame with `text`, `label` and maybe `split` columns."""
     if config.source == "embedded":
-        frame = embedded.load_embedded(config.name)
+        frame = embedded.read(config.name, "text classification")
     elif config.source == "file":
         frame = files.read_table(config.path, encoding=config.encoding)
         missing = [c for c in (config.text_column, config.label_column) if c not in frame.columns]
@@ -129,6 +123,7 @@ def _label_ids(labels: pd.Series, config: TextClassificationDataConfig) -> tuple
     Integer labels keep their values (names from `config.label_names` when given, else the
     numbers); other labels are sorted by name, so the mapping never depends on row order.
     """
+    import pandas as pd
     numeric = pd.to_numeric(labels, errors="coerce")
     if numeric.notna().all() and (numeric % 1 == 0).all() and (numeric >= 0).all():
         ids = numeric.to_numpy(dtype=np.int64)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import socket
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from kpipe.errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where used: it takes half a second, and parsing a config needs none
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,7 @@ def read_tfds_text(name: str, *, data_dir: str = "", limit: int = 0) -> pd.DataF
     Raises:
         DataError: unknown name, not a (text, label) dataset, or absent and not downloadable.
     """
+    import pandas as pd
     import tensorflow_datasets as tfds
 
     try:

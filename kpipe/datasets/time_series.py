@@ -13,23 +13,26 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import ClassVar, TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from kpipe.config import check_choice, check_split_fractions, did_you_mean
-from kpipe.datasets import files
+from kpipe.datasets import embedded, files
+from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
 from kpipe.errors import DataError
 
+if TYPE_CHECKING:
+    import pandas as pd  # imported where used: it takes half a second, and parsing a config needs none
+
 log = logging.getLogger(__name__)
 
-SOURCES = ("embedded", "file")
 FILL_RULES = ("reject", "ffill", "interpolate", "zero")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TimeSeriesDataConfig:
+class TimeSeriesDataConfig(DataSourceConfig):
     """Where a series comes from, which columns to use, and how it is split.
 
     Args:
@@ -47,30 +50,22 @@ class TimeSeriesDataConfig:
         encoding: text encoding of CSV/TSV files.
     """
 
-    source: str = "embedded"
+    EXAMPLE_NAME: ClassVar[str] = "taylor"
+
     name: str = "taylor"
-    path: str = ""
     time_column: str = ""
     target_column: str = ""
     covariates: tuple[str, ...] = ()
     fill: str = "reject"
     validation_fraction: float = 0.15
     test_fraction: float = 0.15
-    encoding: str = "utf-8"
 
     def __post_init__(self):
-        check_choice("source", self.source, SOURCES)
+        super().__post_init__()
         check_choice("fill", self.fill, FILL_RULES)
         check_split_fractions(self.validation_fraction, self.test_fraction)
-        if self.source == "embedded" and not self.name:
-            raise ValueError("`name` is required when source='embedded' (e.g. name='taylor')")
-        if self.source == "file" and not self.path:
-            raise ValueError("`path` is required when source='file'")
         if self.source == "file" and not self.target_column:
             raise ValueError("`target_column` is required when source='file' (the column to forecast)")
-
-    def describe(self) -> str:
-        return f"{self.source}:{self.path or self.name}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,9 +100,10 @@ class TimeSeries:
 
 # === Embedded series ===
 
-def _read_taylor() -> tuple[pd.DataFrame, str]:
+def read_taylor() -> tuple[pd.DataFrame, str]:
     """Half-hourly electricity demand (MW) in England and Wales, Monday 5 June to Sunday 27 August
     2000: 4,032 values (Taylor 2003), as shipped in pmdarima."""
+    import pandas as pd
     package_dir("pmdarima", "'kpipe[data]' (or: pip install pmdarima)")
     from pmdarima.datasets import load_taylor
 
@@ -116,24 +112,20 @@ def _read_taylor() -> tuple[pd.DataFrame, str]:
     return pd.DataFrame({"time": times, "demand_mw": demand}), "demand_mw"
 
 
-def _read_seattle_weather() -> tuple[pd.DataFrame, str]:
+def read_seattle_weather() -> tuple[pd.DataFrame, str]:
     """Daily Seattle weather 2012-2015 (1,461 days): precipitation, temp_max, temp_min, wind."""
+    import pandas as pd
     folder = package_dir("vega_datasets", "'kpipe[data]' (or: pip install vega_datasets)")
     frame = pd.read_csv(folder / "_data" / "seattle-weather.csv", parse_dates=["date"])
     frame = frame.rename(columns={"date": "time"})
     return frame[["time", "temp_max", "temp_min", "precipitation", "wind"]], "temp_max"
 
 
-EMBEDDED_SERIES = {
-    "taylor": _read_taylor,
-    "seattle-weather": _read_seattle_weather,
-}
-
-
 # === Checks ===
 
 def check_times(times: pd.Series, column: str, source: str) -> pd.DatetimeIndex:
     """Parse a time column; raise DataError for empty, duplicated or out-of-order times (naming the row)."""
+    import pandas as pd
     try:
         parsed = pd.to_datetime(times)
     except (ValueError, TypeError) as error:
@@ -173,6 +165,7 @@ def _fill_missing(frame: pd.DataFrame, rule: str, source: str) -> pd.DataFrame:
 
 def numeric_columns(frame: pd.DataFrame, columns: list[str], source: str) -> pd.DataFrame:
     """`columns` as numbers (empty cells -> NaN); raise DataError naming the first value that is not a number."""
+    import pandas as pd
     out = {}
     for column in columns:
         values = pd.to_numeric(frame[column].replace("", np.nan), errors="coerce")
@@ -194,10 +187,7 @@ def load_time_series(config: TimeSeriesDataConfig) -> TimeSeries:
             duplicated or out-of-order timestamps, a series too short to split.
     """
     if config.source == "embedded":
-        if config.name not in EMBEDDED_SERIES:
-            raise DataError(f"unknown embedded series '{config.name}'{did_you_mean(config.name, EMBEDDED_SERIES)}; "
-                            f"known: {', '.join(EMBEDDED_SERIES)}")
-        frame, default_target = EMBEDDED_SERIES[config.name]()
+        frame, default_target = embedded.read(config.name, "time series")
         time_column = config.time_column or "time"
         target = config.target_column or default_target
     else:

@@ -6,57 +6,15 @@ Token ids: 0 padding, 1 start, 2 end, 3 unknown character, then the characters o
 
 from __future__ import annotations
 
-import dataclasses
 
 import keras
 import tensorflow as tf
 
-from kpipe.config import DERIVED, check_choice, check_layer_sizes, check_range
 from kpipe.models.recurrent_cells import CELLS
+from kpipe.tokens import CHARS
+from kpipe.models.configs import CONDITIONING, CharGeneratorConfig  # noqa: F401  (re-exported)
 
-CONDITIONING = ("none", "initial_state", "every_step")
-PAD, START, END, UNKNOWN = 0, 1, 2, 3
-SPECIAL_TOKENS = 4
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class CharGeneratorConfig:
-    """Hyperparameters of `build_char_generator`.
-
-    Args:
-        family: always "char_rnn".
-        embedding_dim: size of the character embedding.
-        cell: "lstm" or "gru".
-        units: units of each stacked recurrent layer, bottom first.
-        dropout: dropout on the recurrent layers' inputs and before the output layer.
-        conditioning: how the category enters: "initial_state" (its embedding, through a Dense layer,
-            is the first layer's initial state), "every_step" (its embedding joins every character's)
-            or "none".
-        category_dim: size of the category embedding.
-        vocabulary_size: token ids, special tokens included (set by kpipe from the training names).
-        num_categories: number of categories (set by kpipe from the data; 1 when there are none).
-    """
-
-    family: str = "char_rnn"
-    embedding_dim: int = 32
-    cell: str = "lstm"
-    units: tuple[int, ...] = (128,)
-    dropout: float = 0.0
-    conditioning: str = "initial_state"
-    category_dim: int = 16
-    vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
-    num_categories: int = dataclasses.field(default=1, metadata=DERIVED)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("char_rnn",))
-        check_range("embedding_dim", self.embedding_dim, low=1)
-        check_choice("cell", self.cell, CELLS)
-        check_layer_sizes("units", self.units)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_choice("conditioning", self.conditioning, CONDITIONING)
-        check_range("category_dim", self.category_dim, low=1)
-        check_range("vocabulary_size", self.vocabulary_size, low=SPECIAL_TOKENS + 1)
-        check_range("num_categories", self.num_categories, low=1)
+PAD, START, END, UNKNOWN, SPECIAL_TOKENS = CHARS.pad, CHARS.start, CHARS.end, CHARS.unknown, CHARS.count
 
 
 def _initial_states(config: CharGeneratorConfig, category_vector, layer: int):
@@ -191,7 +149,8 @@ class CharSampler(tf.Module):
         done = tf.zeros([count], tf.bool)
         vocabulary = self.config.vocabulary_size
         # Never sample padding, START or UNKNOWN.
-        banned = tf.constant([[True, True, False, True] + [False] * (vocabulary - SPECIAL_TOKENS)])
+        banned = tf.constant([[i in (PAD, START, UNKNOWN) for i in range(SPECIAL_TOKENS)]
+                              + [False] * (vocabulary - SPECIAL_TOKENS)])
 
         def body(t, states, logits, done, output):
             scaled = tf.where(banned, tf.constant(-1e9, logits.dtype), logits / temperature)

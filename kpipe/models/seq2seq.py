@@ -16,51 +16,11 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from kpipe.config import DERIVED, check_choice, check_range
 from kpipe.models.recurrent_cells import CELLS
+from kpipe.tokens import SEQ2SEQ
+from kpipe.models.configs import Seq2SeqConfig  # noqa: F401  (re-exported)
 
-PAD, UNKNOWN, START, END = 0, 1, 2, 3
-SPECIAL_TOKENS = 4
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Seq2SeqConfig:
-    """Hyperparameters of `build_seq2seq`.
-
-    Args:
-        family: always "seq2seq_attention".
-        embedding_dim: size of the source and target token embeddings.
-        cell: "gru" or "lstm" (encoder and decoder).
-        encoder_units: units per direction of the bidirectional encoder.
-        decoder_units: units of the decoder.
-        attention_units: size of the additive attention's hidden layer (W₁, W₂, v).
-        dropout: dropout on the embeddings and before the output layer.
-        beam_width: 1 = greedy decoding; more = beam search with this many hypotheses.
-        length_penalty: beam scores are log-probability / length**length_penalty (0 = none).
-        source_vocabulary_size, target_vocabulary_size: set by kpipe from the training split.
-    """
-
-    family: str = "seq2seq_attention"
-    embedding_dim: int = 64
-    cell: str = "gru"
-    encoder_units: int = 128
-    decoder_units: int = 256
-    attention_units: int = 128
-    dropout: float = 0.1
-    beam_width: int = 1
-    length_penalty: float = 1.0
-    source_vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
-    target_vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("seq2seq_attention",))
-        for name in ("embedding_dim", "encoder_units", "decoder_units", "attention_units", "beam_width"):
-            check_range(name, getattr(self, name), low=1)
-        check_choice("cell", self.cell, CELLS)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_range("length_penalty", self.length_penalty, low=0.0)
-        check_range("source_vocabulary_size", self.source_vocabulary_size, low=SPECIAL_TOKENS + 1)
-        check_range("target_vocabulary_size", self.target_vocabulary_size, low=SPECIAL_TOKENS + 1)
+PAD, UNKNOWN, START, END, SPECIAL_TOKENS = SEQ2SEQ.pad, SEQ2SEQ.unknown, SEQ2SEQ.start, SEQ2SEQ.end, SEQ2SEQ.count
 
 
 @keras.saving.register_keras_serializable(package="kpipe")

@@ -9,37 +9,10 @@ negative-sampling objective -log σ(s_0) - Σ_i log σ(-s_i): binary cross-entro
 
 from __future__ import annotations
 
-import dataclasses
 
 import keras
 
-from kpipe.config import DERIVED, check_choice, check_range
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Word2VecConfig:
-    """Hyperparameters of `build_skipgram`.
-
-    Args:
-        family: "skipgram" (predict each context word from the target) or "cbow" (predict the target
-            from the mean of its context words).
-        embedding_dim: size of the word vectors.
-        vocabulary_size: words (set by kpipe from the corpus).
-        negatives: noise words per pair (set by kpipe from `preprocessing.negatives`).
-    """
-
-    family: str = "skipgram"
-    embedding_dim: int = 100
-    vocabulary_size: int = dataclasses.field(default=10000, metadata=DERIVED)
-    negatives: int = dataclasses.field(default=5, metadata=DERIVED)
-    window: int = dataclasses.field(default=5, metadata=DERIVED)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("skipgram", "cbow"))
-        check_range("embedding_dim", self.embedding_dim, low=1)
-        check_range("vocabulary_size", self.vocabulary_size, low=2)
-        check_range("negatives", self.negatives, low=1)
-        check_range("window", self.window, low=1)
+from kpipe.models.configs import Word2VecConfig  # noqa: F401  (re-exported)
 
 
 @keras.saving.register_keras_serializable(package="kpipe")

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from kpipe.models.transformer_classifier import MASK_ID
+from kpipe.tokens import WORDPIECE_MASK, WORDPIECE_RESERVED
 from kpipe.preprocessing.text import TextPreprocessingConfig, pad_batch, truncate, vectorize
 
 
@@ -22,9 +22,9 @@ def make_masked_lm_dataset(texts: np.ndarray, vectorizer, config: TextPreprocess
     import keras_hub
 
     generator = keras_hub.layers.MaskedLMMaskGenerator(
-        vocabulary_size=vocabulary_size, mask_selection_rate=mask_rate, mask_token_id=MASK_ID,
+        vocabulary_size=vocabulary_size, mask_selection_rate=mask_rate, mask_token_id=WORDPIECE_MASK,
         mask_selection_length=max(1, math.ceil(config.sequence_length * mask_rate)),
-        unselectable_token_ids=[0, 1, 2, 3, MASK_ID])
+        unselectable_token_ids=list(range(len(WORDPIECE_RESERVED))))  # never mask padding, [CLS], ...
     ds = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string))
     if shuffle:
         ds = ds.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)

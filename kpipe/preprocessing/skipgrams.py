@@ -20,38 +20,10 @@ from typing import Iterator, Sequence
 import numpy as np
 import tensorflow as tf
 
-from kpipe.config import check_range
 from kpipe.errors import DataError
+from kpipe.preprocessing.configs import SkipGramConfig  # noqa: F401  (re-exported)
 
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SkipGramConfig:
-    """How a corpus becomes skip-gram training examples.
-
-    Args:
-        min_count: words seen fewer times are dropped.
-        max_vocabulary: keep at most this many words, most frequent first (0 = no cap).
-        window: maximum distance between a target and a context word.
-        negatives: noise words per (target, context) pair.
-        subsample: the frequency threshold t of subsampling (0 = keep every token).
-        lowercase: lower-case the text before splitting it into words.
-    """
-
-    min_count: int = 5
-    max_vocabulary: int = 0
-    window: int = 5
-    negatives: int = 5
-    subsample: float = 1e-3
-    lowercase: bool = True
-
-    def __post_init__(self):
-        check_range("min_count", self.min_count, low=1)
-        check_range("max_vocabulary", self.max_vocabulary, low=0)
-        check_range("window", self.window, low=1)
-        check_range("negatives", self.negatives, low=1)
-        check_range("subsample", self.subsample, low=0.0)
 
 
 def tokenize(line: str, config: SkipGramConfig) -> list[str]:

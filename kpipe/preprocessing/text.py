@@ -9,7 +9,6 @@ LSTM/GRU kernels require. Batches are padded to their longest member, or grouped
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -20,49 +19,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe.config import check_choice, check_range
+from kpipe.tokens import WORDPIECE_RESERVED
+from kpipe.preprocessing.configs import SPLIT, STANDARDIZE, TOKENIZERS, TextPreprocessingConfig  # noqa: F401
 
 log = logging.getLogger(__name__)
-
-STANDARDIZE = {"lower_and_strip_punctuation": "lower_and_strip_punctuation", "lower": "lower", "none": None}
-SPLIT = {"whitespace": "whitespace", "character": "character"}
-TOKENIZERS = ("words", "wordpiece")
-WORDPIECE_RESERVED = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]  # ids 0-4: padding stays 0
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TextPreprocessingConfig:
-    """How raw text becomes padded token ids.
-
-    Args:
-        vocabulary_size: most frequent training tokens kept, including the padding and OOV ids.
-        sequence_length: maximum tokens per text; longer texts are truncated.
-        truncating: "pre" drops tokens from the front (Keras default), "post" from the back.
-        standardize: "lower_and_strip_punctuation", "lower" or "none".
-        split: "whitespace" (words) or "character".
-        length_buckets: group texts of similar length into batches, with this many buckets whose
-            boundaries are quantiles of the training lengths (0 = pad each batch to its longest).
-        tokenizer: "words" (Keras `TextVectorization`: standardize, then split) or "wordpiece"
-            (keras-hub `WordPieceTokenizer` with a vocabulary of `vocabulary_size` sub-words computed
-            from the training split; lower-cases unless standardize = "none"; ignores `split`).
-    """
-
-    vocabulary_size: int = 20000
-    sequence_length: int = 200
-    truncating: str = "pre"
-    standardize: str = "lower_and_strip_punctuation"
-    split: str = "whitespace"
-    length_buckets: int = 8
-    tokenizer: str = "words"
-
-    def __post_init__(self):
-        check_range("vocabulary_size", self.vocabulary_size, low=3)
-        check_range("sequence_length", self.sequence_length, low=1)
-        check_choice("truncating", self.truncating, ("pre", "post"))
-        check_choice("standardize", self.standardize, STANDARDIZE)
-        check_choice("split", self.split, SPLIT)
-        check_range("length_buckets", self.length_buckets, low=0)
-        check_choice("tokenizer", self.tokenizer, TOKENIZERS)
 
 
 def make_vectorizer(config: TextPreprocessingConfig, vocabulary: list[str] | None = None):

@@ -10,40 +10,16 @@ outputs stop after `max_target_length` tokens.
 from __future__ import annotations
 
 import collections
-import dataclasses
 
 import numpy as np
 import tensorflow as tf
 
-from kpipe.config import check_choice, check_range
-from kpipe.models.seq2seq import END, SPECIAL_TOKENS, START, UNKNOWN
+from kpipe.tokens import SEQ2SEQ
+from kpipe.preprocessing.configs import TOKEN_KINDS, PairPreprocessingConfig  # noqa: F401
 
-TOKEN_KINDS = ("char", "word")
+END, SPECIAL_TOKENS, START, UNKNOWN = SEQ2SEQ.end, SEQ2SEQ.count, SEQ2SEQ.start, SEQ2SEQ.unknown
+
 SPECIAL_NAMES = ["<pad>", "<unk>", "<s>", "</s>"]
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class PairPreprocessingConfig:
-    """How sources and targets become tokens.
-
-    Args:
-        source_tokens, target_tokens: "char" (each character) or "word" (split on whitespace).
-        lowercase: lower-case sources (targets are kept as they are).
-        max_source_length: sources are cut to this many tokens (documented truncation, never an error).
-        max_target_length: training targets are cut to this many tokens; decoding stops after it.
-    """
-
-    source_tokens: str = "char"
-    target_tokens: str = "word"
-    lowercase: bool = True
-    max_source_length: int = 32
-    max_target_length: int = 32
-
-    def __post_init__(self):
-        check_choice("source_tokens", self.source_tokens, TOKEN_KINDS)
-        check_choice("target_tokens", self.target_tokens, TOKEN_KINDS)
-        check_range("max_source_length", self.max_source_length, low=1)
-        check_range("max_target_length", self.max_target_length, low=1)
 
 
 def split_tokens(strings: tf.Tensor, kind: str, lowercase: bool = False) -> tf.RaggedTensor:

@@ -13,33 +13,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe.config import check_range
 from kpipe.datasets.time_series import TimeSeries
 from kpipe.errors import DataError
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class WindowConfig:
-    """How a series is cut into (input window, forecast horizon) pairs.
-
-    Args:
-        window: time steps the model sees.
-        horizon: time steps it forecasts at once (direct multi-horizon output).
-        stride: steps between consecutive training windows (validation and test use every origin).
-        season_length: the seasonal period in steps (48 = a day of half-hours, 336 = a week), used by
-            the seasonal-naive and Holt-Winters baselines and by MASE.
-    """
-
-    window: int = 336
-    horizon: int = 48
-    stride: int = 1
-    season_length: int = 336
-
-    def __post_init__(self):
-        check_range("window", self.window, low=1)
-        check_range("horizon", self.horizon, low=1)
-        check_range("stride", self.stride, low=1)
-        check_range("season_length", self.season_length, low=1)
+from kpipe.preprocessing.configs import WindowConfig  # noqa: F401  (re-exported)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,17 +17,17 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe import export, reporting
+from kpipe import export, manifest, reporting
 from kpipe.datasets.corpus import CorpusDataConfig, load_corpus
-from kpipe.datasets.text_classification import (TextClassificationDataConfig, TextSplits,
+from kpipe.datasets.text_classification import (TextSplits,
                                                 load_text_classification)
 from kpipe.embeddings import align_to_vocabulary, load_word_vectors
-from kpipe.errors import ConfigError, KpipeError
-from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
+from kpipe.evaluation import tfidf_baseline
+from kpipe.models.rnn_classifier import build_rnn_classifier
 from kpipe.models.transformer_classifier import (MaskedMeanPooling, TransformerClassifierConfig,
                                                  build_masked_lm, build_transformer_classifier, encoder_weights)
 from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
-from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
+from kpipe.pipeline_config import PipelineConfig, RunResult
 from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
                                       make_text_dataset, make_vectorizer, token_lengths)
 from kpipe.runs import Run
@@ -101,6 +101,23 @@ def write_classifier_export(path: Path, *, model: keras.Model, vectorizer, confi
 
 
 # === Running the pipeline ===
+
+def tfidf_baseline_metrics(splits: TextSplits) -> dict:
+    """The TF-IDF + logistic regression baseline on the same splits: its test metrics and settings."""
+    result = tfidf_baseline.fit_and_predict(splits.train.texts, splits.train.labels, splits.validation.texts,
+                                            splits.validation.labels, splits.test.texts)
+    scores = reporting.classification_metrics(splits.test.labels, result.predicted, splits.label_names)
+    return {**result.report(), "accuracy": scores["accuracy"], "macro_f1": scores["macro_f1"]}
+
+
+def comparison_table(metrics: dict) -> str:
+    """The model beside the baseline (when there is one), as the run prints it."""
+    rows = [("model", metrics)] + ([("tfidf + logistic regression", metrics["baseline"])]
+                                   if metrics.get("baseline") else [])
+    lines = [f"{'classifier':30s} {'accuracy':>9s} {'macro F1':>9s}"]
+    lines += [f"{name:30s} {row['accuracy']:9.4f} {row['macro_f1']:9.4f}" for name, row in rows]
+    return "\n".join(lines)
+
 
 def pretraining_texts(model_config: TransformerClassifierConfig, splits: TextSplits) -> tuple[np.ndarray, str]:
     """The unlabeled texts the masked-LM pretraining reads, and where they come from.
@@ -231,14 +248,15 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
         "embedding_coverage": coverage.as_dict() if coverage else None,
         "masked_lm_pretraining": pretraining,
     })
-    log.info("Test accuracy %.4f, macro F1 %.4f on %d examples", metrics["accuracy"], metrics["macro_f1"],
-             len(splits.test))
+    if config.evaluation.baseline:
+        metrics["baseline"] = tfidf_baseline_metrics(splits)
+    log.info("Test on %d examples:\n%s", len(splits.test), comparison_table(metrics))
 
     version_dir = run.publish(lambda folder: write_classifier_export(
         folder, model=model, vectorizer=vectorizer, config=config, label_names=splits.label_names,
-        vocabulary=vocabulary, metrics=metrics, history=history, work_dir=run.work_dir))
-    summary = (f"Test accuracy {metrics['accuracy']:.4f}, macro F1 {metrics['macro_f1']:.4f} on {len(splits.test)} "
-               f"examples\nExported to {version_dir} (report: metrics.json, training_curves.png)\n"
+        vocabulary=vocabulary, metrics=metrics, history=history, work_dir=run.work_dir),
+        data=(splits.train.texts.tolist(), splits.train.labels.tolist()))
+    summary = (f"Test on {len(splits.test)} examples:\n{comparison_table(metrics)}\nExported to {version_dir} (report: metrics.json, training_curves.png)\n"
                f'Try: kpipe predict {version_dir} "your text here"')
     return RunResult(version_dir, metrics, summary)
 
@@ -252,9 +270,7 @@ def load_classifier(model: str | Path, export_dir: str | Path = "saved_models"):
         (loaded SavedModel, label names in column order of its probabilities).
     """
     path = export.resolve_model_dir(model, export_dir)
-    config_file = path / "config.toml"
-    if config_file.exists() and 'task = "classify"' not in config_file.read_text(encoding="utf-8"):
-        raise KpipeError(f"{path} is not a text classifier export; `kpipe predict` needs one")
+    manifest.require(path, "classify", "kpipe predict")
     label_names = (path / "labels.txt").read_text(encoding="utf-8").splitlines()
     return export.load_saved_model(path), label_names
 
@@ -283,29 +299,3 @@ def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Pat
             results.append(Prediction(text, label, float(row.max()),
                                       {name: float(p) for name, p in zip(label_names, row)}))
     return results
-
-
-def check_classify_config(config: PipelineConfig) -> None:
-    """Rules that span config sections."""
-    model = config.model
-    if isinstance(model, TransformerClassifierConfig):
-        if config.preprocessing.tokenizer != "wordpiece":
-            log.info("A transformer on whole words: preprocessing.tokenizer = \"wordpiece\" usually does better")
-        return
-    if model.embedding_training == "two_phase":
-        if not model.pretrained_embeddings:
-            raise ConfigError('model.embedding_training="two_phase" fine-tunes pretrained vectors, but '
-                              'model.pretrained_embeddings is empty; set it (e.g. "glove:6B.50d") or use "trainable"')
-        if model.frozen_epochs >= config.training.epochs:
-            raise ConfigError(f"model.frozen_epochs={model.frozen_epochs} leaves no epoch for fine-tuning with "
-                              f"training.epochs={config.training.epochs}; make frozen_epochs smaller than epochs")
-
-
-TASK = TaskSpec(
-    name="classify",
-    data=TextClassificationDataConfig,
-    preprocessing=TextPreprocessingConfig,
-    models={"rnn_classifier": RNNClassifierConfig, "transformer_classifier": TransformerClassifierConfig},
-    run=run_classify,
-    check=check_classify_config,
-)

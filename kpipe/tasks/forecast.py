@@ -18,15 +18,15 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from kpipe import export, reporting
+from kpipe import export, manifest, reporting
 from kpipe.datasets import files
-from kpipe.datasets.time_series import (TimeSeries, TimeSeriesDataConfig, check_times, load_time_series,
+from kpipe.datasets.time_series import (TimeSeries, check_times, load_time_series,
                                         numeric_columns)
-from kpipe.errors import ConfigError, DataError, KpipeError
+from kpipe.errors import ConfigError, DataError
 from kpipe.forecasting import baselines
 from kpipe.forecasting.metrics import forecast_errors, mase_scale
-from kpipe.models.rnn_forecaster import RNNForecasterConfig, build_rnn_forecaster, fit_linear_path
-from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
+from kpipe.models.rnn_forecaster import build_rnn_forecaster, fit_linear_path
+from kpipe.pipeline_config import PipelineConfig, RunResult
 from kpipe.preprocessing.windows import (Scaler, WindowConfig, make_window_dataset, split_origins,
                                          window_arrays)
 from kpipe.runs import Run
@@ -115,7 +115,7 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
     train_ds = make_window_dataset(scaled, origins["train"], windows, batch_size=batch_size, shuffle=True,
                                    seed=config.training.seed, stride=windows.stride)
     val_ds = make_window_dataset(scaled, origins["validation"], windows, batch_size=batch_size)
-    model_config = _resolved_model_config(config, series.num_features)
+    model_config = config.model.resolved(windows, series.num_features)
 
 
     def build() -> keras.Model:
@@ -179,7 +179,7 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
                  title=f"{config.name}: test MAE by horizon step", ylabel=f"MAE ({series.target_name})")}
     version_dir = run.publish(lambda folder: write_forecaster_export(
         folder, model=model, scaler=scaler, config=config, series=series, metrics=metrics, history=history,
-        work_dir=run.work_dir, plots=plots))
+        work_dir=run.work_dir, plots=plots), data=(series.values.tobytes(),))
     summary = (f"Test MAE {results['model']['mae']:.4g} ({series.target_name}): "
                f"{metrics['model_vs_seasonal_naive_mae']:.3f}x seasonal naive, "
                f"{metrics['model_vs_holt_winters_mae']:.3f}x Holt-Winters\n{_metrics_table(results)}\n"
@@ -202,8 +202,7 @@ class Forecast:
 def load_forecaster(model: str | Path, export_dir: str | Path = "saved_models"):
     """Load an exported forecaster: (loaded SavedModel, its features.json as a dict)."""
     path = export.resolve_model_dir(model, export_dir)
-    if not (path / FEATURES_FILE).is_file():
-        raise KpipeError(f"{path} is not a forecaster export (no {FEATURES_FILE}); `kpipe forecast` needs one")
+    manifest.require(path, "forecast", "kpipe forecast")
     return tf.saved_model.load(str(path)), json.loads((path / FEATURES_FILE).read_text(encoding="utf-8"))
 
 
@@ -246,30 +245,3 @@ def forecast_table(model: str | Path, frame: pd.DataFrame, export_dir: str | Pat
 def forecast_file(model: str | Path, path: str | Path, export_dir: str | Path = "saved_models") -> Forecast:
     """`forecast_table` on a CSV/TSV/Parquet file."""
     return forecast_table(model, files.read_table(path, missing_as_nan=True), export_dir, source=str(path))
-
-
-def _resolved_model_config(config: PipelineConfig, num_features: int = 1) -> RNNForecasterConfig:
-    windows: WindowConfig = config.preprocessing
-    return dataclasses.replace(config.model, window=windows.window, horizon=windows.horizon,
-                               num_features=num_features, season_length=windows.season_length)
-
-
-def check_forecast_config(config: PipelineConfig) -> None:
-    """Rules that span config sections."""
-    problem = _resolved_model_config(config).window_problem("model.", "preprocessing.")
-    if problem:
-        raise ConfigError(problem)
-    data: TimeSeriesDataConfig = config.data
-    if data.target_column and data.target_column in data.covariates:
-        raise ConfigError(f"data.target_column '{data.target_column}' is also listed in data.covariates; "
-                          "the target is always an input, so list only the other columns")
-
-
-TASK = TaskSpec(
-    name="forecast",
-    data=TimeSeriesDataConfig,
-    preprocessing=WindowConfig,
-    models={"rnn_forecaster": RNNForecasterConfig},
-    run=run_forecast,
-    check=check_forecast_config,
-)

@@ -19,36 +19,20 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe import export, reporting
-from kpipe.config import check_range, did_you_mean
-from kpipe.datasets.names import NamesDataConfig, NameSplits, load_names
+from kpipe import export, manifest, reporting
+from kpipe.config import did_you_mean
+from kpipe.datasets.names import NameSplits, load_names
 from kpipe.errors import KpipeError
 from kpipe.models.char_bigram import CharBigram
 from kpipe.models.char_generator import (END, SPECIAL_TOKENS, START, UNKNOWN, CharGeneratorConfig, CharSampler,
                                          build_char_generator)
-from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
+from kpipe.pipeline_config import PipelineConfig, RunResult
 from kpipe.runs import Run
+from kpipe.preprocessing.configs import NamesPreprocessingConfig  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
 GENERATOR_FILE = "generator.json"
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class NamesPreprocessingConfig:
-    """How names become character ids.
-
-    Args:
-        max_length: longest name (in characters) trained on and generated; longer names are dropped.
-        lowercase: lower-case names first (fewer characters to learn; generated names are then
-            capitalised).
-    """
-
-    max_length: int = 20
-    lowercase: bool = False
-
-    def __post_init__(self):
-        check_range("max_length", self.max_length, low=2)
 
 
 # === Character vocabulary ===
@@ -232,7 +216,7 @@ def _run_generate(run: Run, config: PipelineConfig) -> RunResult:
         reporting.write_json({"characters": vocabulary.chars, "categories": categories,
                               "max_length": pre.max_length, "lowercase": pre.lowercase}, path / GENERATOR_FILE)
 
-    version_dir = run.publish(write)
+    version_dir = run.publish(write, data=train)
     example = samples[next(iter(samples))][:5]
     summary = (f"Test NLL {model_nll:.4f} nats/char (perplexity {math.exp(model_nll):.2f}) vs bigram {bigram_nll:.4f} "
                f"({100 * metrics['nll_reduction_vs_bigram']:.1f}% lower); novelty {100 * metrics['novelty']:.1f}%\n"
@@ -260,9 +244,8 @@ def generate_names(model: str | Path, *, prefix: str = "", count: int = 10, temp
     if top_k < 0:
         raise KpipeError(f"top_k must be >= 0 (0 = no top-k). Received: top_k={top_k}")
     path = export.resolve_model_dir(model, export_dir)
+    manifest.require(path, "generate", "kpipe generate")
     spec_file = path / GENERATOR_FILE
-    if not spec_file.is_file():
-        raise KpipeError(f"{path} is not a name generator export (no {GENERATOR_FILE}); `kpipe generate` needs one")
     spec = json.loads(spec_file.read_text(encoding="utf-8"))
     categories = spec["categories"]
     if category and category not in categories:
@@ -282,12 +265,3 @@ def generate_names(model: str | Path, *, prefix: str = "", count: int = 10, temp
                           top_k=tf.constant(top_k, tf.int32),
                           seed=tf.constant(np.random.randint(2 ** 31 - 1) if seed is None else seed, tf.int32))
     return [n.decode("utf-8") for n in out["names"].numpy()]
-
-
-TASK = TaskSpec(
-    name="generate",
-    data=NamesDataConfig,
-    preprocessing=NamesPreprocessingConfig,
-    models={"char_rnn": CharGeneratorConfig},
-    run=run_generate,
-)

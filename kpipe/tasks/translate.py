@@ -17,12 +17,11 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from kpipe import export, reporting
-from kpipe.datasets.pairs import PairsDataConfig, PairSplits, load_pairs
-from kpipe.errors import KpipeError
+from kpipe import export, manifest, reporting
+from kpipe.datasets.pairs import PairSplits, load_pairs
 from kpipe.models.seq2seq import Seq2SeqConfig, Seq2SeqParts, build_seq2seq
 from kpipe.models.seq2seq_decoding import decode
-from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
+from kpipe.pipeline_config import PipelineConfig, RunResult
 from kpipe.preprocessing.token_pairs import (PairPreprocessingConfig, TokenTable, fit_tokens, lengths,
                                              make_pair_dataset, pad_batch, source_ids)
 from kpipe.sequence_metrics import corpus_bleu, error_rates
@@ -144,7 +143,7 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
                               "source_vocabulary": source_table.tokens, "target_vocabulary": target_table.tokens},
                              path / TRANSLATOR_FILE)
 
-    version_dir = run.publish(write)
+    version_dir = run.publish(write, data=splits.train)
     examples = ", ".join(f"{s} → {o}" for s, o in list(zip(sources, outputs))[:3])
     summary = (f"Test word error rate {100 * scores['word_error_rate']:.2f}%, token error rate "
                f"{100 * scores['token_error_rate']:.2f}% on {len(sources)} sources\nExamples: {examples}\n"
@@ -162,21 +161,10 @@ def translate_texts(model: str | Path, texts: list[str], *, export_dir: str | Pa
         KpipeError: the export is not a sequence-to-sequence model.
     """
     path = export.resolve_model_dir(model, export_dir)
-    if not (path / TRANSLATOR_FILE).is_file():
-        raise KpipeError(f"{path} is not a sequence-to-sequence export (no {TRANSLATOR_FILE}); "
-                         "`kpipe translate` needs one, e.g. from `kpipe run g2p-attention`")
+    manifest.require(path, "translate", "kpipe translate")
     loaded = tf.saved_model.load(str(path))
     outputs = []
     for start in range(0, len(texts), 256):
         result = loaded.translate(tf.constant(texts[start:start + 256]))
         outputs += [o.decode("utf-8") for o in result["output"].numpy()]
     return outputs
-
-
-TASK = TaskSpec(
-    name="translate",
-    data=PairsDataConfig,
-    preprocessing=PairPreprocessingConfig,
-    models={"seq2seq_attention": Seq2SeqConfig},
-    run=run_translate,
-)

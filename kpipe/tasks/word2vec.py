@@ -16,11 +16,10 @@ import numpy as np
 import tensorflow as tf
 
 from kpipe import export
-from kpipe.datasets.corpus import CorpusDataConfig, load_corpus
+from kpipe.datasets.corpus import load_corpus
 from kpipe.embeddings import WordVectors, write_glove_text
-from kpipe.errors import ConfigError
 from kpipe.models.word2vec import Word2VecConfig, build_cbow, build_skipgram, negative_sampling_loss
-from kpipe.pipeline_config import PipelineConfig, RunResult, TaskSpec
+from kpipe.pipeline_config import PipelineConfig, RunResult
 from kpipe.preprocessing.skipgrams import SkipGramConfig, build_corpus, corpus_words, make_skipgram_dataset
 from kpipe.runs import Run
 
@@ -102,7 +101,7 @@ def _run_word2vec(run: Run, config: PipelineConfig) -> RunResult:
         write_projector_files(vectors, corpus.counts, path)
         export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
 
-    version_dir = run.publish(write)
+    version_dir = run.publish(write, data=(corpus.ids.tobytes(),))
     probe = next(iter(neighbours), None)
     summary = (f"{len(corpus.words):,} word vectors of dimension {vectors.dim} from {corpus_words(corpus):,} tokens, "
                f"{words_per_second:,.0f} words/s\n"
@@ -110,18 +109,3 @@ def _run_word2vec(run: Run, config: PipelineConfig) -> RunResult:
                + f"Exported to {version_dir} (vectors.txt, vectors.w2v.txt, vectors.tsv + metadata.tsv)\n"
                f"Try: kpipe neighbors {probe or 'WORD'} --vectors {version_dir}/vectors.txt")
     return RunResult(version_dir, metrics, summary)
-
-
-def check_word2vec_config(config: PipelineConfig) -> None:
-    if config.training.early_stopping_patience:
-        raise ConfigError("word2vec has no validation split to stop early on; set training.early_stopping_patience=0")
-
-
-TASK = TaskSpec(
-    name="word2vec",
-    data=CorpusDataConfig,
-    preprocessing=SkipGramConfig,
-    models={"skipgram": Word2VecConfig, "cbow": Word2VecConfig},
-    run=run_word2vec,
-    check=check_word2vec_config,
-)

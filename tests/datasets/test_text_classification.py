@@ -140,7 +140,7 @@ def test_embedded_tweets_are_real_and_three_class():
 
 
 def test_unknown_embedded_dataset():
-    with pytest.raises(DataError, match=r"unknown embedded dataset 'tweets'.*known: tweets-sentiment"):
+    with pytest.raises(DataError, match=r"unknown embedded text classification data 'tweets'.*known: tweets-sentiment"):
         load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets"))
 
 

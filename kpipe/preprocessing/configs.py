@@ -1,0 +1,143 @@
+"""The preprocessing sections of pipeline configs, one dataclass per kind of input, without TensorFlow.
+
+Kept apart from the code that builds the tf.data pipelines, so a config is parsed and checked
+before TensorFlow loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kpipe.config import check_choice, check_range
+STANDARDIZE = {"lower_and_strip_punctuation": "lower_and_strip_punctuation", "lower": "lower", "none": None}
+SPLIT = {"whitespace": "whitespace", "character": "character"}
+TOKENIZERS = ("words", "wordpiece")
+TOKEN_KINDS = ("char", "word")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TextPreprocessingConfig:
+    """How raw text becomes padded token ids.
+
+    Args:
+        vocabulary_size: most frequent training tokens kept, including the padding and OOV ids.
+        sequence_length: maximum tokens per text; longer texts are truncated.
+        truncating: "pre" drops tokens from the front (Keras default), "post" from the back.
+        standardize: "lower_and_strip_punctuation", "lower" or "none".
+        split: "whitespace" (words) or "character".
+        length_buckets: group texts of similar length into batches, with this many buckets whose
+            boundaries are quantiles of the training lengths (0 = pad each batch to its longest).
+        tokenizer: "words" (Keras `TextVectorization`: standardize, then split) or "wordpiece"
+            (keras-hub `WordPieceTokenizer` with a vocabulary of `vocabulary_size` sub-words computed
+            from the training split; lower-cases unless standardize = "none"; ignores `split`).
+    """
+
+    vocabulary_size: int = 20000
+    sequence_length: int = 200
+    truncating: str = "pre"
+    standardize: str = "lower_and_strip_punctuation"
+    split: str = "whitespace"
+    length_buckets: int = 8
+    tokenizer: str = "words"
+
+    def __post_init__(self):
+        check_range("vocabulary_size", self.vocabulary_size, low=3)
+        check_range("sequence_length", self.sequence_length, low=1)
+        check_choice("truncating", self.truncating, ("pre", "post"))
+        check_choice("standardize", self.standardize, STANDARDIZE)
+        check_choice("split", self.split, SPLIT)
+        check_range("length_buckets", self.length_buckets, low=0)
+        check_choice("tokenizer", self.tokenizer, TOKENIZERS)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WindowConfig:
+    """How a series is cut into (input window, forecast horizon) pairs.
+
+    Args:
+        window: time steps the model sees.
+        horizon: time steps it forecasts at once (direct multi-horizon output).
+        stride: steps between consecutive training windows (validation and test use every origin).
+        season_length: the seasonal period in steps (48 = a day of half-hours, 336 = a week), used by
+            the seasonal-naive and Holt-Winters baselines and by MASE.
+    """
+
+    window: int = 336
+    horizon: int = 48
+    stride: int = 1
+    season_length: int = 336
+
+    def __post_init__(self):
+        check_range("window", self.window, low=1)
+        check_range("horizon", self.horizon, low=1)
+        check_range("stride", self.stride, low=1)
+        check_range("season_length", self.season_length, low=1)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PairPreprocessingConfig:
+    """How sources and targets become tokens.
+
+    Args:
+        source_tokens, target_tokens: "char" (each character) or "word" (split on whitespace).
+        lowercase: lower-case sources (targets are kept as they are).
+        max_source_length: sources are cut to this many tokens (documented truncation, never an error).
+        max_target_length: training targets are cut to this many tokens; decoding stops after it.
+    """
+
+    source_tokens: str = "char"
+    target_tokens: str = "word"
+    lowercase: bool = True
+    max_source_length: int = 32
+    max_target_length: int = 32
+
+    def __post_init__(self):
+        check_choice("source_tokens", self.source_tokens, TOKEN_KINDS)
+        check_choice("target_tokens", self.target_tokens, TOKEN_KINDS)
+        check_range("max_source_length", self.max_source_length, low=1)
+        check_range("max_target_length", self.max_target_length, low=1)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SkipGramConfig:
+    """How a corpus becomes skip-gram training examples.
+
+    Args:
+        min_count: words seen fewer times are dropped.
+        max_vocabulary: keep at most this many words, most frequent first (0 = no cap).
+        window: maximum distance between a target and a context word.
+        negatives: noise words per (target, context) pair.
+        subsample: the frequency threshold t of subsampling (0 = keep every token).
+        lowercase: lower-case the text before splitting it into words.
+    """
+
+    min_count: int = 5
+    max_vocabulary: int = 0
+    window: int = 5
+    negatives: int = 5
+    subsample: float = 1e-3
+    lowercase: bool = True
+
+    def __post_init__(self):
+        check_range("min_count", self.min_count, low=1)
+        check_range("max_vocabulary", self.max_vocabulary, low=0)
+        check_range("window", self.window, low=1)
+        check_range("negatives", self.negatives, low=1)
+        check_range("subsample", self.subsample, low=0.0)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NamesPreprocessingConfig:
+    """How names become character ids.
+
+    Args:
+        max_length: longest name (in characters) trained on and generated; longer names are dropped.
+        lowercase: lower-case names first (fewer characters to learn; generated names are then
+            capitalised).
+    """
+
+    max_length: int = 20
+    lowercase: bool = False
+
+    def __post_init__(self):
+        check_range("max_length", self.max_length, low=2)

@@ -1,0 +1,91 @@
+"""The one registry of tasks: each task's config section types, model families, cross-section
+rules, and where its code lives. Nothing here imports TensorFlow, so a config is parsed and
+checked (and a mistake in it reported) in well under a second; the task's module, which trains,
+is imported only when the task runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from kpipe.datasets.corpus import CorpusDataConfig
+from kpipe.datasets.names import NamesDataConfig
+from kpipe.datasets.pairs import PairsDataConfig
+from kpipe.datasets.text_classification import TextClassificationDataConfig
+from kpipe.datasets.time_series import TimeSeriesDataConfig
+from kpipe.errors import ConfigError
+from kpipe.models.configs import (CharGeneratorConfig, RNNClassifierConfig, RNNForecasterConfig, Seq2SeqConfig,
+                                  TransformerClassifierConfig, Word2VecConfig)
+from kpipe.preprocessing.configs import (NamesPreprocessingConfig, PairPreprocessingConfig, SkipGramConfig,
+                                         TextPreprocessingConfig, WindowConfig)
+
+if TYPE_CHECKING:
+    from kpipe.pipeline_config import PipelineConfig, RunResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """What a task needs: its config section types, its model families, and how to run it."""
+
+    name: str
+    data: type
+    preprocessing: type
+    models: Mapping[str, type]  # model.family -> config class
+    runner: str                 # "module:function" that trains, evaluates and exports
+    check: Callable[["PipelineConfig"], None] | None = None  # rules across sections; raises ConfigError
+
+    def run(self, config: "PipelineConfig") -> "RunResult":
+        module, function = self.runner.split(":")
+        return getattr(importlib.import_module(module), function)(config)
+
+
+# === Rules that span config sections ===
+
+def check_classify_config(config: "PipelineConfig") -> None:
+    model = config.model
+    if isinstance(model, TransformerClassifierConfig):
+        if config.preprocessing.tokenizer != "wordpiece":
+            log.info("A transformer on whole words: preprocessing.tokenizer = \"wordpiece\" usually does better")
+        return
+    if model.embedding_training == "two_phase":
+        if not model.pretrained_embeddings:
+            raise ConfigError('model.embedding_training="two_phase" fine-tunes pretrained vectors, but '
+                              'model.pretrained_embeddings is empty; set it (e.g. "glove:6B.50d") or use "trainable"')
+        if model.frozen_epochs >= config.training.epochs:
+            raise ConfigError(f"model.frozen_epochs={model.frozen_epochs} leaves no epoch for fine-tuning with "
+                              f"training.epochs={config.training.epochs}; make frozen_epochs smaller than epochs")
+
+
+def check_forecast_config(config: "PipelineConfig") -> None:
+    problem = config.model.resolved(config.preprocessing).window_problem("model.", "preprocessing.")
+    if problem:
+        raise ConfigError(problem)
+    data: TimeSeriesDataConfig = config.data
+    if data.target_column and data.target_column in data.covariates:
+        raise ConfigError(f"data.target_column '{data.target_column}' is also listed in data.covariates; "
+                          "the target is always an input, so list only the other columns")
+
+
+def check_word2vec_config(config: "PipelineConfig") -> None:
+    if config.training.early_stopping_patience:
+        raise ConfigError("word2vec has no validation split to stop early on; set training.early_stopping_patience=0")
+
+
+TASKS = {spec.name: spec for spec in (
+    TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig,
+             {"rnn_classifier": RNNClassifierConfig, "transformer_classifier": TransformerClassifierConfig},
+             "kpipe.tasks.classify:run_classify", check_classify_config),
+    TaskSpec("forecast", TimeSeriesDataConfig, WindowConfig, {"rnn_forecaster": RNNForecasterConfig},
+             "kpipe.tasks.forecast:run_forecast", check_forecast_config),
+    TaskSpec("generate", NamesDataConfig, NamesPreprocessingConfig, {"char_rnn": CharGeneratorConfig},
+             "kpipe.tasks.generate:run_generate"),
+    TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, {"seq2seq_attention": Seq2SeqConfig},
+             "kpipe.tasks.translate:run_translate"),
+    TaskSpec("word2vec", CorpusDataConfig, SkipGramConfig, {"skipgram": Word2VecConfig, "cbow": Word2VecConfig},
+             "kpipe.tasks.word2vec:run_word2vec", check_word2vec_config),
+)}

@@ -1,0 +1,39 @@
+"""Reserved token ids: one scheme per kind of model, named once here.
+
+Preprocessing (which makes the ids) and models (which mask, start, stop and never sample them)
+both read them from this module; neither imports the other for them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ReservedIds:
+    """The ids below `count` that stand for no real token; real tokens start at `count`."""
+
+    pad: int
+    unknown: int
+    start: int
+    end: int
+
+    @property
+    def count(self) -> int:
+        return 4
+
+
+# Sequence to sequence (kpipe.preprocessing.token_pairs, kpipe.models.seq2seq).
+SEQ2SEQ = ReservedIds(pad=0, unknown=1, start=2, end=3)
+
+# Character-level name generators (kpipe.tasks.generate, kpipe.models.char_generator).
+CHARS = ReservedIds(pad=0, start=1, end=2, unknown=3)
+
+# WordPiece sub-words (keras-hub's tokenizer, the transformer classifier, masked-LM pretraining):
+# the vocabulary starts with these, in this order, so padding stays 0.
+WORDPIECE_RESERVED = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
+WORDPIECE_CLS = WORDPIECE_RESERVED.index("[CLS]")
+WORDPIECE_MASK = WORDPIECE_RESERVED.index("[MASK]")
+
+# Whole words (Keras' TextVectorization): "" for padding, then the out-of-vocabulary token.
+WORD_RESERVED = ["", "[UNK]"]

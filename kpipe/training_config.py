@@ -1,0 +1,60 @@
+"""The training section of pipeline configs, without TensorFlow (see kpipe.training for the training)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kpipe.config import check_choice, check_range
+
+STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+OPTIMIZER_NAMES = ("adam", "adamw", "rmsprop", "sgd")  # kpipe.training.OPTIMIZERS maps them to Keras
+STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainingConfig:
+    """How a model is trained.
+
+    Args:
+        epochs: maximum number of passes over the training split.
+        batch_size: examples per replica per step; the global batch is this times the replicas.
+        learning_rate: optimizer step size.
+        optimizer: "adam", "adamw", "rmsprop" or "sgd".
+        clipnorm: clip each gradient to this norm (0 = no clipping).
+        early_stopping_patience: stop after this many epochs without a lower validation loss and
+            keep the best weights (0 = train all epochs).
+        strategy: "auto" (multi_worker when TF_CONFIG describes a cluster; otherwise the default
+            strategy on CPU, one device for one GPU, mirrored for several), "default", "one_device",
+            "mirrored" (all GPUs; without GPUs, all logical CPUs), "multi_worker" (the cluster in
+            TF_CONFIG, see `kpipe.multi_worker`) or "tpu".
+        precision: "float32", "mixed_float16" (GPUs; the loss is scaled) or "mixed_bfloat16"
+            (GPUs and recent CPUs): layers compute in 16 bits and keep float32 weights; output
+            layers stay float32.
+        worker_timeout_s: multi_worker only: how long to wait for every worker to join, and for
+            any exchange between workers, before failing.
+        seed: seeds weights, dropout and shuffling, so the same command gives the same run.
+    """
+
+    epochs: int = 5
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    optimizer: str = "adam"
+    clipnorm: float = 0.0
+    early_stopping_patience: int = 2
+    strategy: str = "auto"
+    precision: str = "float32"
+    worker_timeout_s: float = 300.0
+    seed: int = 1337
+
+    def __post_init__(self):
+        check_range("epochs", self.epochs, low=1)
+        check_range("batch_size", self.batch_size, low=1)
+        check_range("learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
+        check_choice("optimizer", self.optimizer, OPTIMIZER_NAMES)
+        check_range("clipnorm", self.clipnorm, low=0.0)
+        check_range("early_stopping_patience", self.early_stopping_patience, low=0)
+        check_choice("strategy", self.strategy, STRATEGIES)
+        check_choice("precision", self.precision, PRECISIONS)
+        check_range("worker_timeout_s", self.worker_timeout_s, low=0.0, low_inclusive=False)
