@@ -30,6 +30,12 @@ def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path):
     assert not (tmp_path / "saved_models" / "sentiment-bilstm" / ".work").exists() or not any(
         (tmp_path / "saved_models" / "sentiment-bilstm" / ".work").iterdir())
     metrics = json.loads((export / "metrics.json").read_text())
+    manifest = json.loads((export / "kpipe.json").read_text())
+    assert (manifest["task"], manifest["family"], manifest["pipeline"]) == ("classify", "rnn_classifier",
+                                                                            "sentiment-bilstm")
+    assert manifest["signatures"]["serve"] == {"inputs": {"text": {"dtype": "string", "shape": [None]}},
+                                               "outputs": ["label", "label_id", "probabilities"]}
+    assert len(manifest["data_fingerprint"]) == 16 and manifest["kpipe_version"]
     baseline = metrics["baseline"]
     assert baseline["name"] == "tfidf_logistic_regression" and 0.3 < baseline["accuracy"] <= 1
     assert baseline["C"] in (1.0, 4.0, 16.0) and set(baseline["validation_accuracy_by_C"]) == {"1.0", "4.0", "16.0"}

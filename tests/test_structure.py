@@ -1,0 +1,54 @@
+"""Where facts live: config parsing without TensorFlow, preprocessing without models, one registry of data."""
+
+import subprocess
+import sys
+
+import pytest
+
+from kpipe.datasets import embedded
+from kpipe.errors import DataError
+
+
+def modules_after(code):
+    run = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sorted(sys.modules)))"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return set(run.stdout.split())
+
+
+def test_a_bad_override_is_reported_before_tensorflow_loads():
+    loaded = modules_after(
+        "from kpipe.cli import main\n"
+        "try:\n    main(['run', 'sentiment-bilstm', '--set', 'training.epoch=1'])\n"
+        "except SystemExit:\n    pass\n")
+    assert "tensorflow" not in loaded and "keras" not in loaded
+    assert "kpipe.task_specs" in loaded  # the config was parsed
+
+
+def test_every_pipeline_config_parses_without_tensorflow():
+    loaded = modules_after("from kpipe.pipelines import list_pipelines\nassert len(list_pipelines()) >= 11")
+    assert "tensorflow" not in loaded and "keras" not in loaded
+
+
+def test_preprocessing_takes_reserved_ids_from_kpipe_tokens_not_from_models():
+    loaded = modules_after("import kpipe.preprocessing.token_pairs, kpipe.preprocessing.masked_lm, "
+                           "kpipe.preprocessing.text")
+    assert not any(name.startswith("kpipe.models.") for name in loaded), sorted(
+        name for name in loaded if name.startswith("kpipe.models"))
+
+
+def test_every_embedded_dataset_has_a_licence_and_a_reader():
+    import importlib
+
+    assert {d.kind for d in embedded.EMBEDDED_DATASETS.values()} == {
+        "text classification", "corpus", "names", "pairs", "time series"}
+    for dataset in embedded.EMBEDDED_DATASETS.values():
+        assert dataset.licence and dataset.package and dataset.description
+        module, function = dataset.reader.split(":")
+        assert callable(getattr(importlib.import_module(module), function)), dataset.name
+
+
+def test_an_unknown_embedded_name_lists_the_known_ones_of_its_kind():
+    with pytest.raises(DataError, match=r"unknown embedded time series data 'tayler' \(did you mean 'taylor'\?\); "
+                                        r"known: taylor, seattle-weather$"):
+        embedded.read("tayler", "time series")
