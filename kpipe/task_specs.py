@@ -17,8 +17,9 @@ from kpipe.datasets.pairs import PairsDataConfig
 from kpipe.datasets.text_classification import TextClassificationDataConfig
 from kpipe.datasets.time_series import TimeSeriesDataConfig
 from kpipe.errors import ConfigError
-from kpipe.models.configs import (CharGeneratorConfig, RNNClassifierConfig, RNNForecasterConfig, Seq2SeqConfig,
-                                  TransformerClassifierConfig, Word2VecConfig)
+from kpipe.models.configs import (BagOfNgramsConfig, CharGeneratorConfig, EnsembleClassifierConfig,
+                                  RNNClassifierConfig, RNNForecasterConfig, Seq2SeqConfig, TransformerClassifierConfig,
+                                  Word2VecConfig)
 from kpipe.preprocessing.configs import (NamesPreprocessingConfig, PairPreprocessingConfig, SkipGramConfig,
                                          TextPreprocessingConfig, WindowConfig)
 
@@ -48,6 +49,10 @@ class TaskSpec:
 
 def check_classify_config(config: "PipelineConfig") -> None:
     model = config.model
+    if isinstance(model, EnsembleClassifierConfig):
+        model = model.sequence
+    if isinstance(model, BagOfNgramsConfig):
+        return
     if isinstance(model, TransformerClassifierConfig):
         if config.preprocessing.tokenizer != "wordpiece":
             log.info("A transformer on whole words: preprocessing.tokenizer = \"wordpiece\" usually does better")
@@ -78,7 +83,8 @@ def check_word2vec_config(config: "PipelineConfig") -> None:
 
 TASKS = {spec.name: spec for spec in (
     TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig,
-             {"rnn_classifier": RNNClassifierConfig, "transformer_classifier": TransformerClassifierConfig},
+             {"rnn_classifier": RNNClassifierConfig, "transformer_classifier": TransformerClassifierConfig,
+              "bag_of_ngrams": BagOfNgramsConfig, "ensemble": EnsembleClassifierConfig},
              "kpipe.tasks.classify:run_classify", check_classify_config),
     TaskSpec("forecast", TimeSeriesDataConfig, WindowConfig, {"rnn_forecaster": RNNForecasterConfig},
              "kpipe.tasks.forecast:run_forecast", check_forecast_config),

@@ -122,6 +122,7 @@ def test_learned_embedding_of_an_exported_classifier(tmp_path):
     model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=5, embedding_dim=4, units=(2,)))
     model.save(tmp_path / "model.keras")
     (tmp_path / "saved_model.pb").write_bytes(b"")
+    (tmp_path / "kpipe.json").write_text('{"task": "classify", "family": "rnn_classifier"}')
     (tmp_path / "vocabulary.txt").write_text("\n[UNK]\ngood\nbad\nfine\n")
     vectors = classifier_word_vectors(tmp_path)
     assert vectors.words == ["good", "bad", "fine"]

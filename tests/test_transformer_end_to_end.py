@@ -74,6 +74,8 @@ def test_embed_on_an_export_without_an_embed_signature_is_one_line_exit_2(tmp_pa
     module = tf.Module()
     module.serve = tf.function(lambda x: x, input_signature=[tf.TensorSpec([None], tf.string)])
     tf.saved_model.save(module, str(tmp_path / "plain"))
+    (tmp_path / "plain" / "kpipe.json").write_text('{"task": "classify", "family": "rnn_classifier", '
+                                                   '"signatures": {"serve": {}}}')
     assert main(["embed", str(tmp_path / "plain"), "hello"]) == 2
     assert "has no `embed` signature" in capsys.readouterr().err
 

@@ -11,7 +11,7 @@ from kpipe.datasets.text_classification import TextExamples, TextSplits
 from kpipe.errors import DataError
 from kpipe.models.transformer_classifier import TransformerClassifierConfig
 from kpipe.pipelines import load_pipeline, run_pipeline
-from kpipe.tasks.classify import pretraining_texts
+from kpipe.tasks.classifier_members import pretraining_texts
 
 SMALL = ["data.limit=600", "training.epochs=1", "preprocessing.vocabulary_size=500", "model.hidden_dim=16",
          "model.intermediate_dim=32", "model.num_layers=1", "model.num_heads=2"]
@@ -73,11 +73,11 @@ def test_masked_token_accuracy_counts_masked_positions_only(tmp_path):
     # Every text repeats one word, so the masked-LM can learn to predict every masked token. Texts
     # of 1-4 sub-words leave most of the 3 mask slots (ceil(16 x 0.15)) as padding: were those
     # counted, the accuracy could not pass 0.6.
-    import tensorflow as tf
 
+    from kpipe.pipelines import load_pipeline
     from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary, make_vectorizer
-    from kpipe.tasks.classify import pretrain_encoder
-    from kpipe.training import TrainingConfig
+    from kpipe.runs import Run
+    from kpipe.tasks.classifier_members import pretrain_encoder
 
     pre = TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=30, sequence_length=16)
     texts = np.array([" ".join(["crew"] * n) for n in (1, 2, 3, 4)] * 64, dtype=object)
@@ -85,9 +85,10 @@ def test_masked_token_accuracy_counts_masked_positions_only(tmp_path):
     model_config = TransformerClassifierConfig(vocabulary_size=len(vocabulary), sequence_length=16, hidden_dim=8,
                                                intermediate_dim=8, num_layers=1, num_heads=2, pretrain_epochs=4,
                                                mask_rate=0.15, dropout=0.0)
-    training = TrainingConfig(epochs=1, batch_size=32, learning_rate=0.02, early_stopping_patience=0)
-    weights, report = pretrain_encoder(texts, texts[:64], make_vectorizer(pre, vocabulary), pre, model_config,
-                                       training, tmp_path, tf.distribute.get_strategy())
+    run = Run(load_pipeline("sentiment-transformer", [
+        "training.epochs=1", "training.batch_size=32", "training.learning_rate=0.02",
+        "training.early_stopping_patience=0", f'export.dir="{tmp_path}"']))
+    weights, report = pretrain_encoder(run, texts, texts[:64], make_vectorizer(pre, vocabulary), pre, model_config)
     last = report["history"][-1]
     assert last["val_sparse_categorical_accuracy"] > 0.95, report["history"]
     assert np.isfinite(last["loss"]) and "token_and_position_embedding" in weights

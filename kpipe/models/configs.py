@@ -315,3 +315,76 @@ class Word2VecConfig:
         check_range("vocabulary_size", self.vocabulary_size, low=2)
         check_range("negatives", self.negatives, low=1)
         check_range("window", self.window, low=1)
+
+
+NGRAM_WEIGHTINGS = ("tfidf", "binary", "nb")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BagOfNgramsConfig:
+    """Hyperparameters of `build_bag_of_ngrams`: a linear or one-hidden-layer classifier on n-gram features.
+
+    Args:
+        family: always "bag_of_ngrams".
+        ngrams: word n-grams up to this length (1 = words, 2 = words and word pairs, 3 adds triples).
+        max_features: keep the this many most frequent n-grams of the training split (the
+            words are standardized and split as `preprocessing` says; its vocabulary_size and
+            sequence_length are for sequence models: n-gram models read whole texts).
+        weighting: "tfidf" (sublinear term frequency x smooth idf, rows scaled to unit length),
+            "binary" (1 per n-gram present) or "nb" (binary scaled by naive-Bayes log-count ratios,
+            NBSVM-style; with more than two classes, one ratio per class against the rest).
+        nb_alpha: the smoothing count of the naive-Bayes ratios.
+        hidden_units: 0 for a linear model, else one hidden relu layer of this size.
+        dropout: after the hidden layer.
+        l2: L2 penalty on the dense kernels (0 = none).
+        vocabulary_size: number of n-gram features (set by kpipe from the fitted vocabulary).
+        num_classes: number of classes (set by kpipe from the data); 2 gives one sigmoid unit.
+    """
+
+    family: str = "bag_of_ngrams"
+    ngrams: int = 2
+    max_features: int = 200000
+    weighting: str = "nb"
+    nb_alpha: float = 1.0
+    hidden_units: int = 0
+    dropout: float = 0.0
+    l2: float = 0.0
+    vocabulary_size: int = dataclasses.field(default=200000, metadata=DERIVED)
+    num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("bag_of_ngrams",))
+        check_range("ngrams", self.ngrams, low=1, high=3)
+        check_range("max_features", self.max_features, low=2)
+        check_choice("weighting", self.weighting, NGRAM_WEIGHTINGS)
+        check_range("nb_alpha", self.nb_alpha, low=0.0, low_inclusive=False)
+        check_range("hidden_units", self.hidden_units, low=0)
+        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_range("l2", self.l2, low=0.0)
+        check_range("vocabulary_size", self.vocabulary_size, low=2)
+        check_range("num_classes", self.num_classes, low=2)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EnsembleClassifierConfig:
+    """Two views of the text in one exported model: a bag-of-n-grams classifier and a recurrent
+    sequence classifier, trained one after the other on the same split, their probabilities averaged
+    with the weight that scores best on the validation split.
+
+    Args:
+        family: always "ensemble".
+        ngrams: the n-gram member ([model.ngrams] in TOML).
+        sequence: the recurrent member ([model.sequence]).
+        ngram_weight: the n-gram member's share of the average; -1 chooses it on validation
+            (0, 0.05, ..., 1).
+    """
+
+    family: str = "ensemble"
+    ngrams: BagOfNgramsConfig = BagOfNgramsConfig()
+    sequence: RNNClassifierConfig = RNNClassifierConfig()
+    ngram_weight: float = -1.0
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("ensemble",))
+        if self.ngram_weight != -1.0:
+            check_range("ngram_weight", self.ngram_weight, low=0.0, high=1.0)

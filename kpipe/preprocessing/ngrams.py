@@ -1,0 +1,116 @@
+"""Bag-of-n-grams features in TensorFlow ops: raw strings -> sparse TF-IDF or binary vectors.
+
+The features a TF-IDF + logistic regression script uses, computed inside the graph so the exported
+SavedModel takes raw strings: Keras' `TextVectorization` counts the word n-grams of the training
+vocabulary (sparse counts), then
+
+    "tfidf"   (1 + log count) * idf, each row scaled to unit L2 norm (scikit-learn's TfidfVectorizer
+              with sublinear_tf=True and its smooth idf: ln((1 + n) / (1 + df)) + 1)
+    "binary"  1 for every n-gram present (also the input of naive-Bayes weighting, see
+              `nb_log_count_ratios`)
+
+Whole documents are used, however long: no truncation, so the end of a long review counts too.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kpipe.preprocessing.configs import SPLIT, STANDARDIZE, TextPreprocessingConfig
+
+log = logging.getLogger(__name__)
+
+WEIGHTINGS = ("tfidf", "binary", "nb")
+
+
+class NgramFeatures(tf.Module):
+    """Strings -> sparse (batch, features) float32 n-gram features; fitted with `fit_ngram_features`.
+
+    Feature 0 is Keras' out-of-vocabulary bucket: it is always zero here, so it carries no signal.
+    """
+
+    def __init__(self, vectorizer: keras.layers.TextVectorization, idf: np.ndarray, weighting: str):
+        super().__init__(name="ngram_features")
+        self.vectorizer = vectorizer
+        self.idf = tf.constant(idf, tf.float32)
+        self.weighting = weighting
+
+    @property
+    def size(self) -> int:
+        return int(self.idf.shape[0])
+
+    def counts(self, texts: tf.Tensor) -> tf.SparseTensor:
+        counts = self.vectorizer(tf.reshape(texts, [-1, 1]))  # 2-D input: the sparse path needs it
+        in_vocabulary = tf.not_equal(counts.indices[:, 1], 0)
+        counts = tf.sparse.retain(counts, in_vocabulary)
+        return tf.SparseTensor(counts.indices, tf.cast(counts.values, tf.float32), counts.dense_shape)
+
+    def __call__(self, texts: tf.Tensor) -> tf.SparseTensor:
+        counts = self.counts(texts)
+        if self.weighting != "tfidf":
+            return tf.SparseTensor(counts.indices, tf.ones_like(counts.values), counts.dense_shape)
+        values = (1.0 + tf.math.log(counts.values)) * tf.gather(self.idf, counts.indices[:, 1])
+        rows = counts.indices[:, 0]
+        norms = tf.math.sqrt(tf.math.unsorted_segment_sum(values * values, rows,
+                                                          tf.cast(counts.dense_shape[0], tf.int32)))
+        return tf.SparseTensor(counts.indices, values / tf.gather(norms, rows), counts.dense_shape)
+
+
+def fit_ngram_features(texts: np.ndarray, config: TextPreprocessingConfig, *, ngrams: int, max_features: int,
+                       weighting: str) -> NgramFeatures:
+    """The n-gram vocabulary (the `max_features` most frequent n-grams, words standardized and split
+    as `config` says) and their idf, from the training texts only."""
+    vectorizer = keras.layers.TextVectorization(
+        max_tokens=max_features, standardize=STANDARDIZE[config.standardize], split=SPLIT[config.split],
+        ngrams=ngrams, output_mode="count", sparse=True, name="ngram_vectorization")
+    vectorizer.adapt(tf.data.Dataset.from_tensor_slices(np.asarray(texts, dtype=str)).batch(1024))
+    size = vectorizer.vocabulary_size()
+    features = NgramFeatures(vectorizer, np.ones(size, np.float32), weighting)
+    df = np.zeros(size, np.float64)
+    for batch in tf.data.Dataset.from_tensor_slices(np.asarray(texts, dtype=str)).batch(1024):
+        np.add.at(df, features.counts(batch).indices[:, 1].numpy(), 1.0)
+    idf = np.log((1.0 + len(texts)) / (1.0 + df)) + 1.0
+    idf[0] = 0.0  # the out-of-vocabulary bucket
+    log.info("N-gram features: %d (1- to %d-grams, %s)", size, ngrams, weighting)
+    return NgramFeatures(vectorizer, idf.astype(np.float32), weighting)
+
+
+def nb_log_count_ratios(features: NgramFeatures, texts: np.ndarray, labels: np.ndarray, num_classes: int, *,
+                        alpha: float = 1.0) -> np.ndarray:
+    """Naive-Bayes log-count ratios of the binary features (Wang & Manning 2012, NBSVM), one column per
+    class against the rest (one column for two classes: positive against negative).
+
+    r = log((p / |p|_1) / (q / |q|_1)), p = alpha + sum of the binary feature vectors of the class,
+    q = alpha + the same sum over the other examples.
+
+    Returns:
+        (features, 1) for two classes, else (features, num_classes), float32.
+    """
+    sums = np.zeros((num_classes, features.size), np.float64)
+    for batch_texts, batch_labels in tf.data.Dataset.from_tensor_slices(
+            (np.asarray(texts, dtype=str), np.asarray(labels))).batch(1024):
+        counts = features.counts(batch_texts)
+        rows, columns = counts.indices[:, 0].numpy(), counts.indices[:, 1].numpy()
+        np.add.at(sums, (batch_labels.numpy()[rows], columns), 1.0)  # binary: each n-gram once per text
+    sums = sums[:, 1:]  # leave out the out-of-vocabulary bucket (never set), whose ratio stays 0
+    classes = [1] if num_classes == 2 else range(num_classes)
+    ratios = np.zeros((features.size, len(classes)), np.float64)
+    for j, c in enumerate(classes):
+        p = alpha + sums[c]
+        q = alpha + sums.sum(axis=0) - sums[c]
+        ratios[1:, j] = np.log((p / p.sum()) / (q / q.sum()))
+    return ratios.astype(np.float32)
+
+
+def make_ngram_dataset(texts: np.ndarray, labels: np.ndarray, features: NgramFeatures, *, batch_size: int,
+                       shuffle: bool = False, seed: int = 0) -> tf.data.Dataset:
+    """Batches of (sparse n-gram features, labels)."""
+    ds = tf.data.Dataset.from_tensor_slices((np.asarray(texts, dtype=str), np.asarray(labels)))
+    if shuffle:
+        ds = ds.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
+    return ds.batch(batch_size).map(lambda t, y: (features(t), y),
+                                    num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

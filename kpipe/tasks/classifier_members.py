@@ -1,0 +1,208 @@
+"""How each classifier family turns the training split into a trained model: a `Member`.
+
+A member is one trained model with the function that turns raw strings into its inputs (token ids
+for sequence models, sparse n-gram features for bag-of-n-grams), so the classify task can evaluate,
+ensemble and export any of them the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+import warnings
+from typing import Any, Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kpipe.datasets.corpus import CorpusDataConfig, load_corpus
+from kpipe.datasets.text_classification import TextSplits
+from kpipe.embeddings import align_to_vocabulary, load_word_vectors
+from kpipe.errors import ConfigError
+from kpipe.models.bag_of_ngrams import BagOfNgramsConfig, build_bag_of_ngrams
+from kpipe.models.rnn_classifier import build_rnn_classifier
+from kpipe.models.transformer_classifier import (TransformerClassifierConfig, build_masked_lm,
+                                                 build_transformer_classifier, encoder_weights)
+from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
+from kpipe.preprocessing.ngrams import fit_ngram_features, make_ngram_dataset, nb_log_count_ratios
+from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
+                                      make_text_dataset, make_vectorizer, token_lengths)
+from kpipe.runs import Run
+from kpipe.training import FineTuneSchedule
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Member:
+    """A trained classifier and what serving and evaluating it needs."""
+
+    model: keras.Model
+    encode: Callable[[tf.Tensor], Any]   # raw strings -> model inputs, in TF ops (traced into the export)
+    dataset: Callable[[np.ndarray, np.ndarray], tf.data.Dataset]  # (texts, labels) -> batches in text order
+    tracked: list                        # objects the SavedModel must keep (vectorizers, feature tables)
+    vocabulary: list[str]
+    history: list[dict]
+    report: dict                         # family-specific figures for metrics.json
+
+    def probabilities(self, texts: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """(n, classes) class probabilities for `texts` (two columns for a binary sigmoid)."""
+        with warnings.catch_warnings():  # unknown-size datasets end by running out of data
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            output = self.model.predict(self.dataset(texts, labels), verbose=0)
+        return np.concatenate([1.0 - output, output], axis=1) if output.shape[1] == 1 else output
+
+
+def train_member(run: Run, model_config, splits: TextSplits, pre: TextPreprocessingConfig, subdir: str = "") -> Member:
+    """Train the classifier `model_config` describes on `splits` (its work state in `subdir`)."""
+    if isinstance(model_config, BagOfNgramsConfig):
+        return train_bag_of_ngrams(run, model_config, splits, pre, subdir)
+    return train_sequence_model(run, model_config, splits, pre, subdir)
+
+
+# === Bag of n-grams ===
+
+def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextSplits,
+                        pre: TextPreprocessingConfig, subdir: str = "") -> Member:
+    if model_config.weighting == "nb" and model_config.hidden_units and splits.num_classes > 2:
+        raise ConfigError("model.weighting='nb' with a hidden layer needs two classes; this data has "
+                          f"{splits.num_classes}: use model.hidden_units=0 or another weighting")
+    started = time.perf_counter()
+    features = fit_ngram_features(splits.train.texts, pre, ngrams=model_config.ngrams,
+                                  max_features=model_config.max_features, weighting=model_config.weighting)
+    ratios = None
+    if model_config.weighting == "nb":
+        ratios = nb_log_count_ratios(features, splits.train.texts, splits.train.labels, splits.num_classes,
+                                     alpha=model_config.nb_alpha)
+    fit_seconds = time.perf_counter() - started
+    model_config = dataclasses.replace(model_config, vocabulary_size=features.size, num_classes=splits.num_classes)
+    seed = run.config.training.seed
+
+    def dataset(texts, labels, shuffle=False):
+        return make_ngram_dataset(texts, labels, features, batch_size=run.global_batch, shuffle=shuffle, seed=seed)
+
+    model, history = run.train(lambda: build_bag_of_ngrams(model_config, ratios), subdir=subdir,
+                               loss=_loss(splits), metrics=["accuracy"],
+                               train_data=dataset(splits.train.texts, splits.train.labels, shuffle=True),
+                               validation_data=dataset(splits.validation.texts, splits.validation.labels))
+    return Member(model, features, dataset, [features], features.vectorizer.get_vocabulary(), history,
+                  {"features": features.size, "ngrams": model_config.ngrams, "weighting": model_config.weighting,
+                   "feature_fit_seconds": round(fit_seconds, 2)})
+
+
+# === Sequence models: (Bi)LSTM/GRU and transformer encoders ===
+
+def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPreprocessingConfig,
+                         subdir: str = "") -> Member:
+    transformer = isinstance(model_config, TransformerClassifierConfig)
+    pretrain_texts = None
+    if transformer and model_config.pretrain_epochs:
+        pretrain_texts, pretrain_source = pretraining_texts(model_config, splits)
+    vectors = None
+    if not transformer and model_config.pretrained_embeddings:  # loaded first, so a bad file fails in seconds
+        vectors = load_word_vectors(model_config.pretrained_embeddings, expected_dim=model_config.embedding_dim)
+    vocabulary = fit_vocabulary(splits.train.texts, pre, cache_dir=run.export_root / ".cache")
+    vectorizer = make_vectorizer(pre, vocabulary)
+    log.info("Vocabulary: %d tokens (fitted on the training split)", len(vocabulary))
+
+    boundaries = bucket_boundaries(token_lengths(splits.train.texts, vectorizer), pre)
+    if boundaries:
+        log.info("Length buckets (token boundaries): %s", boundaries)
+    seed = run.config.training.seed
+
+    def dataset(texts, labels, shuffle=False, buckets=()):
+        return make_text_dataset(texts, labels, vectorizer, pre, batch_size=run.global_batch, shuffle=shuffle,
+                                 seed=seed, boundaries=buckets)
+
+    train_ds = dataset(splits.train.texts, splits.train.labels, shuffle=True, buckets=boundaries)
+    val_ds = dataset(splits.validation.texts, splits.validation.labels, buckets=boundaries)
+
+    model_config = dataclasses.replace(model_config, vocabulary_size=len(vocabulary), num_classes=splits.num_classes,
+                                       **({"sequence_length": pre.sequence_length} if transformer else {}))
+    pretrained, coverage = None, None
+    if vectors is not None:
+        pretrained, coverage = align_to_vocabulary(vectors, vocabulary, seed=seed)
+
+    fine_tune = None
+    if not transformer and model_config.embedding_training == "two_phase":
+        fine_tune = FineTuneSchedule(model_config.frozen_epochs, model_config.fine_tune_learning_rate,
+                                     unfreeze=lambda model: setattr(model.get_layer("embedding"), "trainable", True))
+
+    pretrained_encoder, pretraining = {}, None
+    if pretrain_texts is not None:
+        pretrained_encoder, pretraining = pretrain_encoder(run, pretrain_texts, splits.validation.texts, vectorizer,
+                                                           pre, model_config, subdir)
+        pretraining["corpus"] = pretrain_source
+
+    def build() -> keras.Model:
+        if transformer:
+            model = build_transformer_classifier(model_config)
+            for name, weights in pretrained_encoder.items():  # start from the masked-LM encoder
+                model.get_layer(name).set_weights(weights)
+            return model
+        model = build_rnn_classifier(model_config,
+                                     trainable_embeddings=model_config.embedding_training == "trainable")
+        if pretrained is not None:
+            # Assigned after building: a Constant initializer would copy the whole matrix into the
+            # model's JSON config (and every .keras file). A restored checkpoint overrides it on resume.
+            model.get_layer("embedding").embeddings.assign(pretrained)
+        return model
+
+    model, history = run.train(build, subdir=subdir, loss=_loss(splits), metrics=["accuracy"], train_data=train_ds,
+                               validation_data=val_ds, fine_tune=fine_tune)
+    return Member(model, lambda text: encode_texts(vectorizer, text, pre), dataset, [vectorizer], vocabulary,
+                  history, {"vocabulary_size": len(vocabulary),
+                            "embedding_coverage": coverage.as_dict() if coverage else None,
+                            "masked_lm_pretraining": pretraining})
+
+
+def _loss(splits: TextSplits) -> str:
+    return "binary_crossentropy" if splits.num_classes == 2 else "sparse_categorical_crossentropy"
+
+
+def pretraining_texts(model_config: TransformerClassifierConfig, splits: TextSplits) -> tuple[np.ndarray, str]:
+    """The unlabeled texts the masked-LM pretraining reads, and where they come from.
+
+    Loaded before any training, so a missing corpus file fails in seconds, not after the vocabulary.
+    """
+    corpus = model_config.pretrain_corpus
+    if not corpus:
+        return splits.train.texts, f"the {len(splits.train)} training texts"
+    source = "embedded" if corpus == "world-english-bible" else "file"
+    lines = load_corpus(CorpusDataConfig(source=source, name=corpus if source == "embedded" else "",
+                                         path=corpus if source == "file" else ""))
+    return np.array(lines, dtype=object), f"{len(lines)} lines of {corpus}"
+
+
+def pretrain_encoder(run: Run, texts: np.ndarray, validation_texts: np.ndarray, vectorizer,
+                     pre: TextPreprocessingConfig, model_config: TransformerClassifierConfig,
+                     subdir: str = "") -> tuple[dict[str, list], dict]:
+    """Masked-LM pretraining of the transformer encoder on unlabeled `texts`.
+
+    The masked-token loss and accuracy are also measured on `validation_texts` (the classifier's
+    validation split), so a corpus from another domain shows how well it transfers.
+
+    Returns:
+        (encoder layer name → weights, a report: epochs, masked-token loss and accuracy per epoch).
+    """
+    def dataset(texts, shuffle):
+        return make_masked_lm_dataset(texts, vectorizer, pre, vocabulary_size=model_config.vocabulary_size,
+                                      mask_rate=model_config.mask_rate, batch_size=run.global_batch,
+                                      shuffle=shuffle, seed=run.config.training.seed)
+
+    log.info("Masked-LM pretraining: %d epoch(s) on %d texts, %.0f%% of tokens masked",
+             model_config.pretrain_epochs, len(texts), 100 * model_config.mask_rate)
+    started = time.perf_counter()
+    masked_lm, history = run.train(
+        lambda: build_masked_lm(model_config), subdir=f"{subdir}/masked_lm" if subdir else "masked_lm",
+        # Averaged over the masked positions only: the fixed-size position list is padded (weight 0)
+        # for short texts, and those slots must count neither in the loss nor in the accuracy.
+        loss=keras.losses.SparseCategoricalCrossentropy(reduction="mean_with_sample_weight"),
+        metrics=[], weighted_metrics=["sparse_categorical_accuracy"], train_data=dataset(texts, True),
+        validation_data=dataset(validation_texts, False) if len(validation_texts) else None,
+        config=dataclasses.replace(run.config.training, epochs=model_config.pretrain_epochs))
+    report = {"epochs": len(history), "seconds": round(time.perf_counter() - started, 2), "history": history}
+    return encoder_weights(masked_lm), report
+
