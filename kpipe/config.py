@@ -242,13 +242,14 @@ def dumps_toml(data: Mapping[str, Any]) -> str:
         raise TypeError(f"cannot write {v!r} to TOML")
 
     lines: list[str] = []
-    tables = []
-    for k, v in data.items():
-        if isinstance(v, Mapping):
-            tables.append((k, v))
-        else:
-            lines.append(f"{k} = {value(v)}")
-    for name, table in tables:
-        lines.append(f"\n[{name}]")
-        lines.extend(f"{k} = {value(v)}" for k, v in table.items())
+
+    def table(name: str, items: Mapping[str, Any]) -> None:
+        if name:
+            lines.append(f"\n[{name}]")
+        lines.extend(f"{k} = {value(v)}" for k, v in items.items() if not isinstance(v, Mapping))
+        for k, v in items.items():
+            if isinstance(v, Mapping):  # nested sections, e.g. [model.ngrams]
+                table(f"{name}.{k}" if name else k, v)
+
+    table("", data)
     return "\n".join(lines) + "\n"

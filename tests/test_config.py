@@ -87,3 +87,15 @@ def test_toml_round_trip_of_a_dataclass():
     again = RNNClassifierConfig(**{k: tuple(v) if isinstance(v, list) else v
                                   for k, v in tomllib.loads(text)["model"].items()})
     assert again == config
+
+
+def test_a_config_with_nested_sections_round_trips_through_toml():
+    import tomllib
+
+    from kpipe.pipeline_config import parse_pipeline_config
+    from kpipe.pipelines import load_pipeline
+
+    config = load_pipeline("imdb-ensemble", ["model.ngrams.max_features=1234", "model.sequence.units=[8, 4]"])
+    text = config.to_toml()
+    assert "[model.ngrams]\n" in text and "[model.sequence]\n" in text
+    assert parse_pipeline_config(tomllib.loads(text)) == config

@@ -56,7 +56,8 @@ def test_imdb_ensemble_trains_both_members_and_exports_one_model(tmp_path):
                                                               ensemble["validation_accuracy"]["sequence"])
     assert metrics["epochs_trained"] == 2  # one epoch of each member
     assert (export / "ngrams_model.keras").is_file() and (export / "ngrams_vocabulary.txt").is_file()
-    out = tf.saved_model.load(str(export)).serve(tf.constant(["a wonderful film", "dull and awful"]))
+    loaded = tf.saved_model.load(str(export))  # kept referenced: its functions hold its variables weakly
+    out = loaded.serve(tf.constant(["a wonderful film", "dull and awful"]))
     np.testing.assert_allclose(out["probabilities"].numpy().sum(axis=1), 1.0, rtol=1e-5)
 
 

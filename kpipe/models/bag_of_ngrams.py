@@ -47,6 +47,9 @@ class SparseFeatureScale(keras.layers.Layer):
     def build(self, input_shape):
         self.scale = self.add_weight(shape=(input_shape[-1],), initializer="ones", trainable=False, name="scale")
 
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor(inputs.shape, dtype=inputs.dtype, sparse=getattr(inputs, "sparse", False))
+
     def call(self, inputs):
         if isinstance(inputs, tf.SparseTensor):
             return tf.SparseTensor(inputs.indices, inputs.values * tf.gather(self.scale, inputs.indices[:, 1]),
