@@ -38,7 +38,9 @@ def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path):
     assert len(manifest["data_fingerprint"]) == 16 and manifest["kpipe_version"]
     baseline = metrics["baseline"]
     assert baseline["name"] == "tfidf_logistic_regression" and 0.3 < baseline["accuracy"] <= 1
-    assert baseline["C"] in (1.0, 4.0, 16.0) and set(baseline["validation_accuracy_by_C"]) == {"1.0", "4.0", "16.0"}
+    from kpipe.evaluation.tfidf_baseline import C_GRID
+
+    assert baseline["C"] in C_GRID and set(baseline["validation_accuracy_by_C"]) == {str(c) for c in C_GRID}
     cached = json.loads(next((tmp_path / "saved_models" / "sentiment-bilstm" / ".cache").glob("vocabulary-*.json"))
                         .read_text(encoding="utf-8"))  # kept for the next run on the same data
     assert cached == (export / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
