@@ -23,7 +23,8 @@ def kpipe(*args, cwd):
 @pytest.mark.slow
 def test_sentiment_bigrams_exports_a_model_on_raw_strings_with_the_baseline_beside_it(tmp_path):
     run = kpipe("run", "sentiment-bigrams", "--set", "data.limit=800", "--set", "training.epochs=2",
-                "--set", "model.max_features=3000", "--set", "model.hidden_units=8", cwd=tmp_path)
+                "--set", "model.max_features=3000", "--set", 'model.weighting="tfidf"', "--set", "model.hidden_units=8",
+                cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "tfidf + logistic regression" in run.stdout
     export = tmp_path / "saved_models" / "sentiment-bigrams" / "1"

@@ -162,3 +162,18 @@ def test_multi_worker_after_tensorflow_has_run_is_a_clear_error(tmp_path):
                          env=tf_config_env([f"127.0.0.1:{port}", f"127.0.0.1:{other}"], 0))
     assert run.returncode == 0, run.stderr[-2000:]
     assert "must be created before TensorFlow runs anything" in run.stdout
+
+
+@pytest.mark.parametrize("pipeline, overrides", [
+    ("word2vec-bible", ["data.limit=300", "preprocessing.min_count=2", "model.embedding_dim=8"]),  # no validation set
+    ("g2p-attention", ["data.limit=300", "model.encoder_units=8", "model.decoder_units=8",
+                       "model.attention_units=8", "model.embedding_dim=8"]),
+])
+def test_word2vec_and_translate_train_under_two_workers(tmp_path, pipeline, overrides):
+    command = [sys.executable, "-m", "kpipe", "run", pipeline, "--strategy", "multi_worker", "--set",
+               "training.epochs=1"] + [arg for o in overrides for arg in ("--set", o)]
+    (rc0, out0, err0), (rc1, out1, err1) = finish(start_workers(command, tmp_path))
+    assert rc0 == 0 and rc1 == 0, err0[-2000:] + err1[-2000:]
+    assert "MultiWorkerMirroredStrategy, 2 replica(s)" in err0
+    root = tmp_path / "saved_models" / pipeline
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["1"]
