@@ -107,8 +107,10 @@ def fake_export(folder, **manifest):
 @pytest.fixture(scope="module")
 def mistakes(tmp_path_factory):
     """Every case through the real command, in its own folder, four processes at a time."""
+    folders = {case: tmp_path_factory.mktemp("case") for case in CASES}  # here: mktemp is not thread-safe
+
     def run_case(case):
-        folder = tmp_path_factory.mktemp("case")
+        folder = folders[case]
         make_bad_inputs(folder)
         fake_export(folder / "m", task="classify", pipeline="sentiment-bilstm", signatures={"serve": {}})
         fake_export(folder / "classifier", task="classify", pipeline="sentiment-bilstm", family="rnn_classifier",

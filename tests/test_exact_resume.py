@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.training import FineTuneSchedule, TrainingConfig, make_strategy, train_model
+from tests.test_training import Crash  # stands in for a kill after an epoch's checkpoint
 
 
 def shuffled_data(seed):
@@ -24,18 +25,6 @@ def build(trainable=True):
     h = keras.layers.GlobalAveragePooling1D()(h)
     h = keras.layers.Dense(16, activation="relu")(h)
     return keras.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(h))
-
-
-class Crash(keras.callbacks.Callback):
-    """Stands in for a kill: stops the process after the given epoch is saved."""
-
-    def __init__(self, after_epoch):
-        super().__init__()
-        self.after_epoch = after_epoch
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch == self.after_epoch:
-            raise KeyboardInterrupt
 
 
 def without_timing(history):
