@@ -119,8 +119,9 @@ def load_saved_model(path: Path):
 
 
 # Modules whose custom layers a saved model.keras may name (each registers them when imported).
-CUSTOM_LAYER_MODULES = ("kpipe.models.bag_of_ngrams", "kpipe.models.char_generator", "kpipe.models.rnn_forecaster", "kpipe.models.seq2seq",
-                        "kpipe.models.transformer_classifier", "kpipe.models.word2vec", "keras_hub")
+CUSTOM_LAYER_MODULES = ("kpipe.models.bag_of_ngrams", "kpipe.models.char_generator", "kpipe.models.rnn_forecaster",
+                        "kpipe.models.seq2seq", "kpipe.models.transformer_classifier", "kpipe.models.word2vec",
+                        "keras_hub")
 
 
 def load_keras_model(model: str | Path, export_dir: str | Path = "saved_models"):

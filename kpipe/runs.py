@@ -20,7 +20,6 @@ the config resumes from its last finished epoch.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import socket
 import sys
@@ -36,8 +35,6 @@ from kpipe.errors import KpipeError
 from kpipe.multi_worker import is_chief
 from kpipe.pipeline_config import PipelineConfig
 from kpipe.training import make_strategy, train_model
-
-log = logging.getLogger(__name__)
 
 
 class RunInProgressError(KpipeError):
@@ -114,12 +111,9 @@ class Run:
                 break
             lock.release()  # locked a file another run had just removed: try the new one
         self._lock = lock
-        resuming = export_has_state(self.work_dir)
         self._owner_path.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                 "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                                                 "command": " ".join(sys.argv)}), encoding="utf-8")
-        if resuming:
-            log.info("Resuming the interrupted run in %s", self.work_dir)
 
     def _owner(self) -> str:
         try:
@@ -177,8 +171,4 @@ def _locks_the_file_at(lock: filelock.BaseFileLock, path: Path) -> bool:
     except OSError:
         return False
 
-
-def export_has_state(work_dir: Path) -> bool:
-    """Whether an interrupted run left resume state in `work_dir`."""
-    return work_dir.is_dir() and any(work_dir.iterdir())
 

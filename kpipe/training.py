@@ -20,12 +20,11 @@ from kpipe import multi_worker
 from kpipe.config import check_choice
 from kpipe.errors import ConfigError
 from kpipe.resume import EpochCheckpoint, ResumableEarlyStopping
-from kpipe.training_config import OPTIMIZER_NAMES, PRECISIONS, STRATEGIES, TrainingConfig  # noqa: F401
+from kpipe.training_config import OPTIMIZER_CLASSES, PRECISIONS, STRATEGIES, TrainingConfig  # noqa: F401
 
 log = logging.getLogger(__name__)
 
-OPTIMIZERS = {"adam": keras.optimizers.Adam, "adamw": keras.optimizers.AdamW,
-              "rmsprop": keras.optimizers.RMSprop, "sgd": keras.optimizers.SGD}
+OPTIMIZERS = {name: getattr(keras.optimizers, cls) for name, cls in OPTIMIZER_CLASSES.items()}
 
 
 def make_strategy(name: str, *, worker_timeout_s: float = 300.0) -> tf.distribute.Strategy:

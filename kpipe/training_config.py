@@ -8,7 +8,8 @@ from kpipe.config import check_choice, check_range
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
-OPTIMIZER_NAMES = ("adam", "adamw", "rmsprop", "sgd")  # kpipe.training.OPTIMIZERS maps them to Keras
+# Config name -> class in keras.optimizers (kpipe.training looks it up there).
+OPTIMIZER_CLASSES = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "sgd": "SGD"}
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 
@@ -52,7 +53,7 @@ class TrainingConfig:
         check_range("epochs", self.epochs, low=1)
         check_range("batch_size", self.batch_size, low=1)
         check_range("learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
-        check_choice("optimizer", self.optimizer, OPTIMIZER_NAMES)
+        check_choice("optimizer", self.optimizer, OPTIMIZER_CLASSES)
         check_range("clipnorm", self.clipnorm, low=0.0)
         check_range("early_stopping_patience", self.early_stopping_patience, low=0)
         check_choice("strategy", self.strategy, STRATEGIES)

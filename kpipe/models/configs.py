@@ -11,7 +11,8 @@ import dataclasses
 from kpipe.config import DERIVED, check_choice, check_layer_sizes, check_range
 from kpipe.tokens import CHARS, SEQ2SEQ
 
-CELL_NAMES = ("lstm", "gru")  # recurrent layers the builders know (kpipe.models.recurrent_cells.CELLS)
+# Config name -> recurrent layer in keras.layers (kpipe.models.recurrent_cells.CELLS looks them up there).
+CELL_CLASSES = {"lstm": "LSTM", "gru": "GRU"}
 EMBEDDING_TRAINING = ("trainable", "frozen", "two_phase")
 POSITION_ENCODINGS = ("learned", "sine")
 POOLINGS = ("mean", "cls")
@@ -62,7 +63,7 @@ class RNNClassifierConfig:
     def __post_init__(self):
         check_choice("family", self.family, ("rnn_classifier",))
         check_range("embedding_dim", self.embedding_dim, low=1)
-        check_choice("cell", self.cell, CELL_NAMES)
+        check_choice("cell", self.cell, CELL_CLASSES)
         check_layer_sizes("units", self.units)
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_range("recurrent_dropout", self.recurrent_dropout, low=0.0, high=1.0, high_inclusive=False)
@@ -164,7 +165,7 @@ class Seq2SeqConfig:
         check_choice("family", self.family, ("seq2seq_attention",))
         for name in ("embedding_dim", "encoder_units", "decoder_units", "attention_units", "beam_width"):
             check_range(name, getattr(self, name), low=1)
-        check_choice("cell", self.cell, CELL_NAMES)
+        check_choice("cell", self.cell, CELL_CLASSES)
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_range("length_penalty", self.length_penalty, low=0.0)
         check_range("source_vocabulary_size", self.source_vocabulary_size, low=SEQ2SEQ.count + 1)
@@ -202,7 +203,7 @@ class CharGeneratorConfig:
     def __post_init__(self):
         check_choice("family", self.family, ("char_rnn",))
         check_range("embedding_dim", self.embedding_dim, low=1)
-        check_choice("cell", self.cell, CELL_NAMES)
+        check_choice("cell", self.cell, CELL_CLASSES)
         check_layer_sizes("units", self.units)
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_choice("conditioning", self.conditioning, CONDITIONING)
@@ -260,7 +261,7 @@ class RNNForecasterConfig:
 
     def __post_init__(self):
         check_choice("family", self.family, ("rnn_forecaster",))
-        check_choice("cell", self.cell, CELL_NAMES)
+        check_choice("cell", self.cell, CELL_CLASSES)
         check_layer_sizes("units", self.units)
         check_range("conv_filters", self.conv_filters, low=0)
         check_range("conv_kernel", self.conv_kernel, low=1)

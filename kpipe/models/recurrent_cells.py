@@ -2,4 +2,6 @@
 
 import keras
 
-CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
+from kpipe.models.configs import CELL_CLASSES
+
+CELLS = {name: getattr(keras.layers, cls) for name, cls in CELL_CLASSES.items()}

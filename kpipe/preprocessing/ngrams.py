@@ -60,45 +60,52 @@ class NgramFeatures(tf.Module):
         return tf.SparseTensor(counts.indices, values / tf.gather(norms, rows), counts.dense_shape)
 
 
-def fit_ngram_features(texts: np.ndarray, config: TextPreprocessingConfig, *, ngrams: int, max_features: int,
-                       weighting: str) -> NgramFeatures:
+def fit_ngram_features(texts: np.ndarray, labels: np.ndarray, config: TextPreprocessingConfig, *, num_classes: int,
+                       ngrams: int, max_features: int, weighting: str) -> tuple[NgramFeatures, np.ndarray]:
     """The n-gram vocabulary (the `max_features` most frequent n-grams, words standardized and split
-    as `config` says) and their idf, from the training texts only."""
+    as `config` says) and their idf, from the training texts only.
+
+    Returns:
+        (the features, the document frequency of each n-gram per class: (num_classes, features)),
+        the latter counted in the same pass as the idf, for `nb_log_count_ratios`.
+    """
     vectorizer = keras.layers.TextVectorization(
         max_tokens=max_features, standardize=STANDARDIZE[config.standardize], split=SPLIT[config.split],
         ngrams=ngrams, output_mode="count", sparse=True, name="ngram_vectorization")
     vectorizer.adapt(tf.data.Dataset.from_tensor_slices(np.asarray(texts, dtype=str)).batch(1024))
     size = vectorizer.vocabulary_size()
     features = NgramFeatures(vectorizer, np.ones(size, np.float32), weighting)
-    df = np.zeros(size, np.float64)
-    for batch in tf.data.Dataset.from_tensor_slices(np.asarray(texts, dtype=str)).batch(1024):
-        np.add.at(df, features.counts(batch).indices[:, 1].numpy(), 1.0)
-    idf = np.log((1.0 + len(texts)) / (1.0 + df)) + 1.0
+    class_df = np.zeros((num_classes, size), np.float64)
+    for batch_texts, batch_labels in tf.data.Dataset.from_tensor_slices(
+            (np.asarray(texts, dtype=str), np.asarray(labels))).batch(1024):
+        counts = features.counts(batch_texts)
+        rows, columns = counts.indices[:, 0].numpy(), counts.indices[:, 1].numpy()
+        np.add.at(class_df, (batch_labels.numpy()[rows], columns), 1.0)  # each n-gram once per text
+    idf = np.log((1.0 + len(texts)) / (1.0 + class_df.sum(axis=0))) + 1.0
     idf[0] = 0.0  # the out-of-vocabulary bucket
+    features.idf = tf.constant(idf, tf.float32)
     log.info("N-gram features: %d (1- to %d-grams, %s)", size, ngrams, weighting)
-    return NgramFeatures(vectorizer, idf.astype(np.float32), weighting)
+    return features, class_df
 
 
-def nb_log_count_ratios(features: NgramFeatures, texts: np.ndarray, labels: np.ndarray, num_classes: int, *,
-                        alpha: float = 1.0) -> np.ndarray:
+def nb_log_count_ratios(class_df: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     """Naive-Bayes log-count ratios of the binary features (Wang & Manning 2012, NBSVM), one column per
     class against the rest (one column for two classes: positive against negative).
 
     r = log((p / |p|_1) / (q / |q|_1)), p = alpha + sum of the binary feature vectors of the class,
     q = alpha + the same sum over the other examples.
 
+    Args:
+        class_df: (num_classes, features) sums of the binary feature vectors per class, from
+            `fit_ngram_features`.
+
     Returns:
         (features, 1) for two classes, else (features, num_classes), float32.
     """
-    sums = np.zeros((num_classes, features.size), np.float64)
-    for batch_texts, batch_labels in tf.data.Dataset.from_tensor_slices(
-            (np.asarray(texts, dtype=str), np.asarray(labels))).batch(1024):
-        counts = features.counts(batch_texts)
-        rows, columns = counts.indices[:, 0].numpy(), counts.indices[:, 1].numpy()
-        np.add.at(sums, (batch_labels.numpy()[rows], columns), 1.0)  # binary: each n-gram once per text
-    sums = sums[:, 1:]  # leave out the out-of-vocabulary bucket (never set), whose ratio stays 0
+    num_classes, size = class_df.shape
+    sums = class_df[:, 1:]  # leave out the out-of-vocabulary bucket (never set), whose ratio stays 0
     classes = [1] if num_classes == 2 else range(num_classes)
-    ratios = np.zeros((features.size, len(classes)), np.float64)
+    ratios = np.zeros((size, len(classes)), np.float64)
     for j, c in enumerate(classes):
         p = alpha + sums[c]
         q = alpha + sums.sum(axis=0) - sums[c]

@@ -70,12 +70,10 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
         raise ConfigError("model.weighting='nb' with a hidden layer needs two classes; this data has "
                           f"{splits.num_classes}: use model.hidden_units=0 or another weighting")
     started = time.perf_counter()
-    features = fit_ngram_features(splits.train.texts, pre, ngrams=model_config.ngrams,
-                                  max_features=model_config.max_features, weighting=model_config.weighting)
-    ratios = None
-    if model_config.weighting == "nb":
-        ratios = nb_log_count_ratios(features, splits.train.texts, splits.train.labels, splits.num_classes,
-                                     alpha=model_config.nb_alpha)
+    features, class_df = fit_ngram_features(
+        splits.train.texts, splits.train.labels, pre, num_classes=splits.num_classes, ngrams=model_config.ngrams,
+        max_features=model_config.max_features, weighting=model_config.weighting)
+    ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha) if model_config.weighting == "nb" else None
     fit_seconds = time.perf_counter() - started
     model_config = dataclasses.replace(model_config, vocabulary_size=features.size, num_classes=splits.num_classes)
     seed = run.config.training.seed

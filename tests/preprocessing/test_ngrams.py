@@ -23,7 +23,8 @@ def analyzer(text):
 
 
 def test_tfidf_features_equal_scikit_learns_sublinear_smooth_idf_l2():
-    features = fit_ngram_features(TEXTS, PRE, ngrams=2, max_features=1000, weighting="tfidf")
+    features, _ = fit_ngram_features(TEXTS, LABELS, PRE, num_classes=2, ngrams=2, max_features=1000,
+                                     weighting="tfidf")
     vocabulary = features.vectorizer.get_vocabulary()
     ours = dense(features(tf.constant(list(TEXTS))))
     reference = TfidfVectorizer(analyzer=analyzer, sublinear_tf=True, vocabulary=vocabulary[1:]).fit(TEXTS)
@@ -33,7 +34,8 @@ def test_tfidf_features_equal_scikit_learns_sublinear_smooth_idf_l2():
 
 
 def test_binary_features_mark_each_ngram_once():
-    features = fit_ngram_features(TEXTS, PRE, ngrams=2, max_features=1000, weighting="binary")
+    features, _ = fit_ngram_features(TEXTS, LABELS, PRE, num_classes=2, ngrams=2, max_features=1000,
+                                     weighting="binary")
     vocabulary = features.vectorizer.get_vocabulary()
     row = dense(features(tf.constant(["great plot great plot"])))[0]
     assert row.sum() == 3  # great, plot, "great plot" (twice each); "plot great" is not in the vocabulary
@@ -43,8 +45,9 @@ def test_binary_features_mark_each_ngram_once():
 @pytest.mark.parametrize("num_classes", [2, 3])
 def test_naive_bayes_ratios_match_the_formula_in_numpy(num_classes):
     labels = LABELS if num_classes == 2 else np.array([0, 1, 2, 0, 1, 2])
-    features = fit_ngram_features(TEXTS, PRE, ngrams=2, max_features=1000, weighting="nb")
-    ratios = nb_log_count_ratios(features, TEXTS, labels, num_classes, alpha=0.5)
+    features, class_df = fit_ngram_features(TEXTS, labels, PRE, num_classes=num_classes, ngrams=2,
+                                            max_features=1000, weighting="nb")
+    ratios = nb_log_count_ratios(class_df, alpha=0.5)
     binary = dense(features(tf.constant(list(TEXTS))))
     columns = [1] if num_classes == 2 else range(num_classes)
     assert ratios.shape == (features.size, len(columns))
