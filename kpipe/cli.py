@@ -202,13 +202,20 @@ def cmd_forecast(args) -> int:
 
     result = forecast_file(model_dir, args.input)
     if args.json:
-        print(json.dumps({"target": result.target, "forecast": [round(float(v), 6) for v in result.values],
-                          "times": [t.isoformat() for t in result.times] if result.times is not None else None}))
+        def rounded(values):
+            return [round(float(v), 6) for v in values]
+
+        print(json.dumps({"target": result.target, "forecast": rounded(result.values),
+                          "times": [t.isoformat() for t in result.times] if result.times is not None else None,
+                          "intervals": {str(level): {"lower": rounded(lower), "upper": rounded(upper)}
+                                        for level, (lower, upper) in result.intervals.items()}}))
         return 0
-    print(f"step\t{'time' + chr(9) if result.times is not None else ''}{result.target}")
+    bounds = "".join(f"\tlower_{level}\tupper_{level}" for level in result.intervals)
+    print(f"step\t{'time' + chr(9) if result.times is not None else ''}{result.target}{bounds}")
     for step, value in enumerate(result.values, start=1):
         when = f"{result.times[step - 1]}\t" if result.times is not None else ""
-        print(f"{step}\t{when}{value:.6g}")
+        limits = "".join(f"\t{lower[step - 1]:.6g}\t{upper[step - 1]:.6g}" for lower, upper in result.intervals.values())
+        print(f"{step}\t{when}{value:.6g}{limits}")
     return 0
 
 

@@ -40,8 +40,10 @@ class EvaluationConfig:
     """What the model is measured against, on the same split in the same run.
 
     Args:
-        baseline: text classifiers: also fit TF-IDF (1-2 grams) + logistic regression on the
-            training split and report it beside the model (turn off for data too big for it).
+        baseline: also fit the simple models a user would try instead, on the same split, and report
+            them beside the model: for text classifiers TF-IDF (1-2 grams) + logistic regression, for
+            forecasters MSTL and AutoETS (statsforecast; naive and seasonal naive are always there).
+            Turn off for data too big for them.
     """
 
     baseline: bool = True

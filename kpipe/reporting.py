@@ -82,7 +82,8 @@ def write_json(data: Any, path: Path) -> Path:
 def plot_forecasts(examples: list[dict], path: Path, *, title: str = "", ylabel: str = "") -> Path:
     """Save a PNG with one panel per forecast origin: recent history, truth, the model and baselines.
 
-    Each example is {"history_x", "history", "future_x", "truth", "forecasts": {name: values}}.
+    Each example is {"history_x", "history", "future_x", "truth", "forecasts": {name: values}} and
+    optionally "intervals": {label: (lower, upper)}, shaded widest first.
     """
     import matplotlib
 
@@ -92,6 +93,8 @@ def plot_forecasts(examples: list[dict], path: Path, *, title: str = "", ylabel:
     fig, axes = plt.subplots(len(examples), 1, figsize=(11, 3.2 * len(examples)), squeeze=False)
     for ax, example in zip(axes[:, 0], examples):
         ax.plot(example["history_x"], example["history"], color="0.45", lw=1.2, label="history")
+        for (label, (lower, upper)), alpha in zip(example.get("intervals", {}).items(), [0.15, 0.3, 0.45]):
+            ax.fill_between(example["future_x"], lower, upper, color="tab:blue", alpha=alpha, lw=0, label=label)
         ax.plot(example["future_x"], example["truth"], color="black", lw=1.8, label="truth")
         for (name, values), style in zip(example["forecasts"].items(), ["-", "--", ":", "-."]):
             ax.plot(example["future_x"], values, style, lw=1.5, label=name)

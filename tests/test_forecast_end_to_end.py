@@ -24,16 +24,24 @@ def exported(tmp_path_factory):
     run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-lstm", *QUICK], cwd=folder,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "x seasonal naive" in run.stdout and "holt_winters" in run.stdout
+    assert "x the best baseline" in run.stdout and "mstl" in run.stdout and "covered" in run.stdout
     return folder, folder / "saved_models" / "electricity-lstm" / "1"
 
 
 def test_report_has_every_forecaster_and_the_plots(exported):
     _, export = exported
     metrics = json.loads((export / "metrics.json").read_text())
-    assert set(metrics["test"]) == {"model", "model_without_rnn", "naive", "seasonal_naive", "holt_winters"}
+    assert set(metrics["test"]) == {"model", "model_without_rnn", "model_without_linear", "naive", "seasonal_naive",
+                                    "mstl", "auto_ets"}
     for result in metrics["test"].values():
-        assert {"mae", "rmse", "mase", "smape"} <= set(result) and len(result["per_step"]["mae"]) == 12
+        assert {"mae", "rmse", "mase", "mape", "smape"} <= set(result) and len(result["per_step"]["mape"]) == 12
+    best = min(["naive", "seasonal_naive", "mstl", "auto_ets"], key=lambda name: metrics["test"][name]["mae"])
+    assert metrics["best_baseline"] == best
+    assert metrics["model_vs_best_baseline_mae"] == pytest.approx(
+        metrics["test"]["model"]["mae"] / metrics["test"][best]["mae"])
+    assert set(metrics["validation_mae"]) == {"model", "model_without_rnn", "model_without_linear"}
+    coverage = metrics["intervals"]["test_coverage"]
+    assert 0.5 < coverage["80"] <= coverage["95"] <= 1.0
     assert metrics["data"]["test_windows"] == 605 - 12 + 1
     assert metrics["model_vs_seasonal_naive_mae"] == pytest.approx(
         metrics["test"]["model"]["mae"] / metrics["test"]["seasonal_naive"]["mae"])
@@ -73,6 +81,13 @@ def test_cli_forecast_prints_the_next_horizon_with_timestamps(exported, capsys, 
     assert out["target"] == "demand_mw" and len(out["forecast"]) == 12
     last = recent["time"].iloc[-1]
     assert out["times"][0] == (last + pd.Timedelta("30min")).isoformat()
+    # The intervals are the export's conformal half-widths around the forecast, the 95 % one the wider.
+    widths = json.loads((export / "features.json").read_text())["interval_half_widths"]
+    forecast = np.array(out["forecast"])
+    for level in ("80", "95"):
+        np.testing.assert_allclose(np.array(out["intervals"][level]["upper"]) - forecast, widths[level], rtol=1e-4)
+        np.testing.assert_allclose(forecast - np.array(out["intervals"][level]["lower"]), widths[level], rtol=1e-4)
+    assert np.all(np.array(widths["95"]) >= np.array(widths["80"])) and min(widths["80"]) > 0
 
 
 FORECAST_MISTAKES = {

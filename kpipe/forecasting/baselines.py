@@ -1,15 +1,15 @@
-"""Baseline forecasts on the same origins as the model: naive, seasonal naive, Holt-Winters.
+"""Baseline forecasts on the same origins as the model: naive, seasonal naive, MSTL and AutoETS.
 
 All take the raw target series (original units) and forecast `horizon` steps from each origin t,
-using only `target[:t]`. Holt-Winters comes from statsmodels, fitted on the training split; its
-smoothing parameters are then held fixed while it filters the later data, so each origin's
-forecast uses the data up to that origin and nothing after it.
+using only `target[:t]`. The statistical models (statsforecast's MSTL and AutoETS) estimate their parameters once, on the data before the first origin; the parameters
+are then held fixed while the models filter the later data, so each origin's forecast uses the data
+up to that origin and nothing after it (rolling-origin evaluation without re-estimation).
 """
 
 from __future__ import annotations
 
 import logging
-import warnings
+import math
 
 import numpy as np
 
@@ -31,46 +31,79 @@ def seasonal_naive(target: np.ndarray, origins: np.ndarray, horizon: int, season
     return target[index]
 
 
-def holt_winters(target: np.ndarray, train_end: int, origins: np.ndarray, horizon: int, season_length: int,
-                 trend: str | None = None) -> tuple[np.ndarray, dict]:
-    """Additive Holt-Winters (statsmodels `ExponentialSmoothing`) forecasts from each origin.
+def mstl_decomposition(values: np.ndarray, periods: list[int], r_jumps: bool = True) -> dict[str, np.ndarray]:
+    """statsforecast's `mstl` decomposition (Bandara et al. 2021: two rounds of statsmodels STL per
+    season, shortest season first, seasonal windows 11, 15, ... as in R's forecast::mstl).
 
-    Args:
-        target: the whole series.
-        train_end: the parameters are estimated on `target[:train_end]`.
-        origins, horizon: as for the other baselines.
-        season_length: the seasonal period m (needs at least two full seasons of training data).
-        trend: None or "add".
+    With `r_jumps` each STL smoother is evaluated at every ⌈window/10⌉-th point and interpolated in
+    between, R's `stl` default (which forecast::mstl uses), 16 times faster on 3,400 half-hours than
+    statsmodels' default of every point; without it, the result equals `statsforecast.mstl.mstl`.
+
+    Returns: {"trend", "remainder", "seasonal<p>" for each period p}, arrays as long as `values`.
+    """
+    from statsmodels.tsa.seasonal import STL
+
+    def odd(v: float) -> int:
+        v = int(math.ceil(v))
+        return v if v % 2 else v + 1
+
+    periods = sorted(periods)
+    seasonal = np.zeros((len(periods), len(values)))
+    adjusted = np.array(values, dtype=np.float64)
+    for _ in range(2 if len(periods) > 1 else 1):
+        for i, period in enumerate(periods):
+            window = 7 + 4 * (i + 1)
+            options = {"seasonal_deg": 0}
+            if r_jumps:  # statsmodels' own default windows, R's default jumps
+                trend_window, low_pass_window = odd(1.5 * period / (1 - 1.5 / window)), odd(period + 1)
+                options |= {"seasonal_jump": math.ceil(window / 10), "trend_jump": math.ceil(trend_window / 10),
+                            "low_pass_jump": math.ceil(low_pass_window / 10)}
+            adjusted = adjusted + seasonal[i]
+            fit = STL(adjusted, period=period, seasonal=window, **options).fit()
+            seasonal[i] = fit.seasonal
+            adjusted = adjusted - seasonal[i]
+    parts = {"trend": np.asarray(fit.trend), "remainder": adjusted - np.asarray(fit.trend)}
+    return parts | {f"seasonal{p}": s for p, s in zip(periods, seasonal)}
+
+
+def mstl(target: np.ndarray, fit_end: int, origins: np.ndarray, horizon: int, season_lengths: tuple[int, ...],
+         r_jumps: bool = True) -> tuple[np.ndarray, dict]:
+    """MSTL (statsforecast: every season in `season_lengths`, an AutoETS non-seasonal trend) from each origin.
+
+    The ETS trend model is estimated on `target[:fit_end]` (statsforecast's `MSTL.fit`). The
+    decomposition is a two-sided smoother, so it is redone on `target[:t]` for each origin t, then
+    the ETS model (parameters fixed) forecasts the seasonally adjusted series and the last season of
+    each seasonal component is added back: statsforecast's `MSTL.forward`, exactly when
+    `r_jumps=False` (pinned in the tests); with R's default STL jumps (see `mstl_decomposition`)
+    a run over 558 test origins takes about 90 s instead of 20 minutes.
 
     Returns:
-        (forecasts (origins, horizon), the fitted parameters as plain floats).
+        (forecasts (origins, horizon), {"trend_model": the ETS model's name, "stl_jumps": "R" or "none"}).
     """
-    from statsmodels.tsa.holtwinters import ExponentialSmoothing
+    from statsforecast.models import MSTL, AutoETS
 
     target = np.asarray(target, dtype=np.float64)
-    options = dict(trend=trend, seasonal="add", seasonal_periods=season_length)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # statsmodels' convergence chatter; the result is checked below
-        fitted = ExponentialSmoothing(target[:train_end], initialization_method="heuristic", **options).fit()
-        p = fitted.params
-        known = dict(initial_level=p["initial_level"], initial_seasonal=p["initial_seasons"])
-        smoothing = dict(smoothing_level=p["smoothing_level"], smoothing_seasonal=p["smoothing_seasonal"])
-        if trend:
-            known["initial_trend"] = p["initial_trend"]
-            smoothing["smoothing_trend"] = p["smoothing_trend"]
-        # Same parameters, filtered over the data up to the last origin: the states at t-1 give the
-        # forecast from origin t, by statsmodels' own forecast formula (checked against it in the tests).
-        filtered = ExponentialSmoothing(target[:int(origins.max())], initialization_method="known",
-                                        **known, **options).fit(optimized=False, **smoothing)
-    level, season = np.asarray(filtered.level), np.asarray(filtered.season)
-    slope = np.asarray(filtered.trend) if trend else np.zeros_like(level)
+    periods = sorted(int(p) for p in season_lengths)
+    ets = MSTL(season_length=periods, trend_forecaster=AutoETS(model="ZZN")).fit(target[:fit_end]).trend_forecaster
     steps = np.arange(horizon)
-    state = origins - 1
-    # statsmodels' own forecast reads the seasonal states (t - 1 - m + ((j + 1) mod m)): the results'
-    # `season` array lags the update by one step, so the newest state is never used (pinned in tests).
-    season_index = state[:, None] - season_length + (steps[None, :] + 1) % season_length
-    forecasts = level[state][:, None] + (steps[None, :] + 1) * slope[state][:, None] + season[season_index]
-    params = {k: float(v) for k, v in p.items() if np.ndim(v) == 0 and v is not None and np.isfinite(v)}
-    log.info("Holt-Winters (additive, m=%d, trend=%s) fitted on %d steps: %s", season_length, trend, train_end,
-             {k: round(v, 4) for k, v in params.items() if k.startswith("smoothing")})
-    return forecasts, params
+    forecasts = np.empty((len(origins), horizon))
+    for row, origin in enumerate(np.asarray(origins, dtype=np.int64)):
+        parts = mstl_decomposition(target[:origin], periods, r_jumps)
+        last_seasons = sum(parts[f"seasonal{p}"][origin - p + steps % p] for p in periods)
+        forecasts[row] = ets.forward(y=parts["trend"] + parts["remainder"], h=horizon)["mean"] + last_seasons
+    info = {"trend_model": str(ets.model_["method"]), "stl_jumps": "R" if r_jumps else "none"}
+    log.info("MSTL (seasons %s, trend %s) fitted on %d steps, decomposed again at each of %d origins",
+             periods, info["trend_model"], fit_end, len(origins))
+    return forecasts, info
+def auto_ets(target: np.ndarray, fit_end: int, origins: np.ndarray, horizon: int,
+             season_length: int) -> tuple[np.ndarray, dict]:
+    """AutoETS (statsforecast) from each origin: the model and its parameters chosen by AICc on
+    `target[:fit_end]`, then filtered up to each origin. statsforecast fits seasonal ETS only for
+    seasons up to 24 steps; longer ones give a non-seasonal model (its name is returned)."""
+    from statsforecast.models import AutoETS
+
+    target = np.asarray(target, dtype=np.float64)
+    season = season_length if season_length <= 24 else 1
+    model = AutoETS(season_length=season).fit(target[:fit_end])
+    forecasts = np.stack([model.forward(y=target[:origin], h=horizon)["mean"] for origin in origins])
+    return forecasts, {"model": str(model.model_["method"]), "season_length": season}

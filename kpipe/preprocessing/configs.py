@@ -58,20 +58,30 @@ class WindowConfig:
         window: time steps the model sees.
         horizon: time steps it forecasts at once (direct multi-horizon output).
         stride: steps between consecutive training windows (validation and test use every origin).
-        season_length: the seasonal period in steps (48 = a day of half-hours, 336 = a week), used by
-            the seasonal-naive and Holt-Winters baselines and by MASE.
+        season_length: the main seasonal period in steps (48 = a day of half-hours, 336 = a week),
+            used by the seasonal-naive baseline, the model's seasonal skip and MASE.
+        other_seasons: any further (shorter) seasonal periods of the series, e.g. [48] beside a
+            weekly season_length of half-hourly data: the MSTL baseline models every season.
     """
 
     window: int = 336
     horizon: int = 48
     stride: int = 1
     season_length: int = 336
+    other_seasons: tuple[int, ...] = ()
+
+    @property
+    def seasons(self) -> tuple[int, ...]:
+        """Every seasonal period of the series, shortest first."""
+        return tuple(sorted({self.season_length, *self.other_seasons}))
 
     def __post_init__(self):
         check_range("window", self.window, low=1)
         check_range("horizon", self.horizon, low=1)
         check_range("stride", self.stride, low=1)
         check_range("season_length", self.season_length, low=1)
+        for season in self.other_seasons:
+            check_range("other_seasons", season, low=2)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

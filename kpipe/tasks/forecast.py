@@ -1,8 +1,9 @@
 """Forecasting end to end: series -> windows -> RNN -> baselines side by side -> report -> SavedModel.
 
 The export takes raw windows in original units, (batch, window, features), and returns the next
-`horizon` values of the target in original units: the scaling lives inside the graph
-(`tf.saved_model.load(path).serve(window=...)["forecast"]`).
+`horizon` values of the target in original units, with 80 % and 95 % prediction intervals
+(conformal, calibrated on the validation split): the scaling lives inside the graph
+(`tf.saved_model.load(path).serve(window=...)` -> "forecast", "lower_80", "upper_80", "lower_95", "upper_95").
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from kpipe.datasets.time_series import (TimeSeries, check_times, load_time_serie
                                         numeric_columns)
 from kpipe.errors import ConfigError, DataError
 from kpipe.forecasting import baselines
+from kpipe.forecasting.intervals import LEVELS, conformal_half_widths, coverage
 from kpipe.forecasting.metrics import forecast_errors, mase_scale
 from kpipe.models.rnn_forecaster import build_rnn_forecaster, fit_linear_path
 from kpipe.pipeline_config import PipelineConfig, RunResult
@@ -39,28 +41,33 @@ FEATURES_FILE = "features.json"
 # === Serving ===
 
 class ForecasterServing(tf.Module):
-    """Raw window (original units) -> forecast (original units): scaling, model, unscaling in one graph."""
+    """Raw window (original units) -> forecast and prediction intervals (original units), in one graph."""
 
-    def __init__(self, model: keras.Model, scaler: Scaler, window: int, num_features: int):
+    def __init__(self, model: keras.Model, scaler: Scaler, window: int, num_features: int,
+                 half_widths: dict[int, np.ndarray]):
         super().__init__()
         self.model = model
         self.mean = tf.constant(scaler.mean)
         self.scale = tf.constant(scaler.scale)
+        self.half_widths = {level: tf.constant(width, tf.float32) for level, width in half_widths.items()}
         self.serve = tf.function(self._serve, input_signature=[
             tf.TensorSpec([None, window, num_features], tf.float32, name="window")])
 
     def _serve(self, window: tf.Tensor) -> dict[str, tf.Tensor]:
         scaled = (window - self.mean) / self.scale
         forecast = self.model(scaled, training=False) * self.scale[0] + self.mean[0]
-        return {"forecast": forecast}
+        outputs = {"forecast": forecast}
+        for level, width in self.half_widths.items():
+            outputs[f"lower_{level}"], outputs[f"upper_{level}"] = forecast - width, forecast + width
+        return outputs
 
 
 def write_forecaster_export(path: Path, *, model: keras.Model, scaler: Scaler, config: PipelineConfig,
                             series: TimeSeries, metrics: dict, history: list[dict], work_dir: Path,
-                            plots: dict[str, Callable[[Path], object]]) -> None:
+                            half_widths: dict[int, np.ndarray], plots: dict[str, Callable[[Path], object]]) -> None:
     """Write the SavedModel and everything a user needs beside it into `path`."""
     windows: WindowConfig = config.preprocessing
-    serving = ForecasterServing(model, scaler, windows.window, series.num_features)
+    serving = ForecasterServing(model, scaler, windows.window, series.num_features, half_widths)
     export.write_saved_model(path, tracked=[model], endpoints={"serve": serving.serve})
     export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     frequency = pd.infer_freq(series.times) if series.times is not None and len(series.times) >= 3 else None
@@ -68,6 +75,7 @@ def write_forecaster_export(path: Path, *, model: keras.Model, scaler: Scaler, c
         "features": series.feature_names, "target": series.target_name, "window": windows.window,
         "horizon": windows.horizon, "time_column": config.data.time_column or ("time" if series.times is not None else ""),
         "frequency": frequency, "scaler_mean": scaler.mean.tolist(), "scaler_scale": scaler.scale.tolist(),
+        "interval_half_widths": {str(level): width.tolist() for level, width in half_widths.items()},
     }, path / FEATURES_FILE)
     for name, plot in plots.items():
         plot(path / name)
@@ -76,24 +84,56 @@ def write_forecaster_export(path: Path, *, model: keras.Model, scaler: Scaler, c
 # === Running the pipeline ===
 
 def _metrics_table(results: dict[str, dict]) -> str:
-    lines = [f"{'forecaster':16s} {'MAE':>10s} {'RMSE':>10s} {'MASE':>7s} {'sMAPE %':>8s}"]
+    lines = [f"{'forecaster':20s} {'MAE':>10s} {'RMSE':>10s} {'MASE':>7s} {'MAPE %':>7s} {'sMAPE %':>8s}"]
     for name, r in results.items():
-        lines.append(f"{name:16s} {r['mae']:10.4g} {r['rmse']:10.4g} {r['mase']:7.3f} {r['smape']:8.3f}")
+        mape = f"{r['mape']:7.3f}" if r["mape"] is not None else f"{'-':>7s}"
+        lines.append(f"{name:20s} {r['mae']:10.4g} {r['rmse']:10.4g} {r['mase']:7.3f} {mape} {r['smape']:8.3f}")
     return "\n".join(lines)
 
 
-def _without_recurrent_path(model: keras.Model, inputs: np.ndarray) -> np.ndarray:
-    head = model.get_layer("forecast")
-    weights = head.get_weights()
-    head.set_weights([np.zeros_like(w) for w in weights])
-    try:
-        return model.predict(inputs, batch_size=256, verbose=0)
-    finally:
-        head.set_weights(weights)
+# Components of the forecaster that can be switched off after training (their output layer zeroed),
+# so the report shows what each adds: {report row: (layer, config flag that builds it)}.
+ABLATIONS = {"model_without_rnn": ("forecast", None), "model_without_linear": ("linear_autoregression", "linear_steps")}
+
+
+def _ablated_forecasts(model: keras.Model, model_config, inputs: np.ndarray) -> dict[str, np.ndarray]:
+    """Scaled forecasts of the model with each removable component zeroed, one at a time.
+
+    The recurrent path is removable when something else carries the forecast (a baseline skip or the
+    linear path); the linear path when the config has one."""
+    rows = {}
+    residual = model_config.add_baseline != "none" or model_config.linear_steps
+    for row, (layer_name, flag) in ABLATIONS.items():
+        if (flag is None and not residual) or (flag is not None and not getattr(model_config, flag)):
+            continue
+        layer = model.get_layer(layer_name)
+        weights = layer.get_weights()
+        layer.set_weights([np.zeros_like(w) for w in weights])
+        try:
+            rows[row] = model.predict(inputs, batch_size=256, verbose=0)
+        finally:
+            layer.set_weights(weights)
+    return rows
+
+
+def _statistical_baselines(config: PipelineConfig, target: np.ndarray, fit_end: int,
+                           origins: np.ndarray) -> tuple[dict[str, np.ndarray], dict]:
+    """What a user would try instead, from each origin: naive, seasonal naive, and (unless
+    `evaluation.baseline = false`) MSTL over every season and AutoETS, fitted on the data before the
+    first origin (train + validation: the statistical models need no validation split)."""
+    windows: WindowConfig = config.preprocessing
+    forecasts = {"naive": baselines.naive(target, origins, windows.horizon),
+                 "seasonal_naive": baselines.seasonal_naive(target, origins, windows.horizon, windows.season_length)}
+    info: dict = {}
+    if config.evaluation.baseline:
+        forecasts["mstl"], info["mstl"] = baselines.mstl(target, fit_end, origins, windows.horizon, windows.seasons)
+        forecasts["auto_ets"], info["auto_ets"] = baselines.auto_ets(target, fit_end, origins, windows.horizon,
+                                                                     windows.season_length)
+    return forecasts, info
 
 
 def run_forecast(config: PipelineConfig) -> RunResult:
-    """Train, evaluate (against naive, seasonal naive and Holt-Winters) and export a forecaster."""
+    """Train, evaluate (against naive, seasonal naive, MSTL and AutoETS) and export a forecaster."""
     with Run(config) as run:
         return _run_forecast(run, config)
 
@@ -117,32 +157,37 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
     val_ds = make_window_dataset(scaled, origins["validation"], windows, batch_size=batch_size)
     model_config = config.model.resolved(windows, series.num_features)
 
-
     def build() -> keras.Model:
         model = build_rnn_forecaster(model_config)
-        if model_config.linear_steps:  # closed-form start for the linear path (BackupAndRestore overrides it)
+        if model_config.linear_steps:  # closed-form start for the linear path (a resumed run overrides it)
             fit_linear_path(model, model_config, *window_arrays(scaled, origins["train"], windows))
         return model
 
     model, history = run.train(build, loss=model_config.loss, metrics=["mae"], train_data=train_ds,
                                validation_data=val_ds)
 
-    # === Test: the model and every baseline on the same origins, in original units ===
+    def model_forecasts(split: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(truth, {"model": ..., ablation rows...}) on a split's origins, in original units."""
+        inputs, truth = window_arrays(scaled, origins[split], windows)
+        rows = {"model": model.predict(inputs, batch_size=256, verbose=0),
+                **_ablated_forecasts(model, model_config, inputs)}
+        return scaler.inverse_target(truth), {name: scaler.inverse_target(v) for name, v in rows.items()}
+
+    # === Validation: what each component is worth, and the interval widths (split conformal) ===
+    val_truth, val_forecasts = model_forecasts("validation")
+    val_mae = {name: float(np.mean(np.abs(values - val_truth))) for name, values in val_forecasts.items()}
+    half_widths = {level: conformal_half_widths(val_truth, val_forecasts["model"], level) for level in LEVELS}
+
+    # === Test: the model, its ablations and every baseline on the same origins, in original units ===
     test = origins["test"]
-    inputs, truth_scaled = window_arrays(scaled, test, windows)
-    truth = scaler.inverse_target(truth_scaled)
-    forecasts = {"model": scaler.inverse_target(model.predict(inputs, batch_size=256, verbose=0))}
-    if model_config.add_baseline != "none" or model_config.linear_steps:
-        # Ablation: the same model with its recurrent correction zeroed, so the report shows what the
-        # RNN adds over the baseline/linear paths.
-        forecasts["model_without_rnn"] = scaler.inverse_target(_without_recurrent_path(model, inputs))
+    truth, forecasts = model_forecasts("test")
     target = series.target.astype(np.float64)
-    forecasts["naive"] = baselines.naive(target, test, windows.horizon)
-    forecasts["seasonal_naive"] = baselines.seasonal_naive(target, test, windows.horizon, windows.season_length)
-    forecasts["holt_winters"], hw_params = baselines.holt_winters(
-        target, series.train_end, test, windows.horizon, windows.season_length)
+    baseline_forecasts, baseline_info = _statistical_baselines(config, target, series.validation_end, test)
+    forecasts |= baseline_forecasts
     scale = mase_scale(target[:series.train_end], windows.season_length)
     results = {name: forecast_errors(truth, values, scale) for name, values in forecasts.items()}
+    best_baseline = min(baseline_forecasts, key=lambda name: results[name]["mae"])
+    interval_coverage = {str(level): coverage(truth, forecasts["model"], width) for level, width in half_widths.items()}
     log.info("Test errors over %d windows (horizon %d, %s):\n%s", len(test), windows.horizon, series.target_name,
              _metrics_table(results))
 
@@ -151,9 +196,14 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
         "data": {"source": config.data.describe(), "features": series.feature_names, **series.split_sizes(),
                  "test_windows": int(len(test))},
         "test": results,
+        "best_baseline": best_baseline,
+        "model_vs_best_baseline_mae": results["model"]["mae"] / results[best_baseline]["mae"],
         "model_vs_seasonal_naive_mae": results["model"]["mae"] / results["seasonal_naive"]["mae"],
-        "model_vs_holt_winters_mae": results["model"]["mae"] / results["holt_winters"]["mae"],
-        "holt_winters_params": hw_params,
+        "validation_mae": val_mae,
+        "intervals": {"method": "split conformal on the validation windows, per horizon step",
+                      "test_coverage": interval_coverage,
+                      "mean_half_width": {str(level): float(np.mean(w)) for level, w in half_widths.items()}},
+        "baselines": baseline_info,
         "mase_scale": scale,
     }
 
@@ -166,10 +216,13 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
             t = int(test[position])
             past = np.arange(max(0, t - min(windows.window, 3 * windows.horizon)), t)
             future = np.arange(t, t + windows.horizon)
+            model_forecast = forecasts["model"][position]
             examples.append({"history_x": x_axis(past), "history": target[past], "future_x": x_axis(future),
                              "truth": truth[position], "title": f"test origin {x_axis(np.array([t]))[0]}",
                              "forecasts": {name: values[position] for name, values in forecasts.items()
-                                           if name != "model_without_rnn"}})
+                                           if not name.startswith("model_without")},
+                             "intervals": {f"model {level} %": (model_forecast - width, model_forecast + width)
+                                           for level, width in sorted(half_widths.items(), reverse=True)}})
         reporting.plot_forecasts(examples, path, title=f"{config.name}: {series.target_name}",
                                  ylabel=series.target_name)
 
@@ -179,10 +232,16 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
                  title=f"{config.name}: test MAE by horizon step", ylabel=f"MAE ({series.target_name})")}
     version_dir = run.publish(lambda folder: write_forecaster_export(
         folder, model=model, scaler=scaler, config=config, series=series, metrics=metrics, history=history,
-        work_dir=run.work_dir, plots=plots), data=(series.values.tobytes(),))
+        work_dir=run.work_dir, half_widths=half_widths, plots=plots), data=(series.values.tobytes(),))
+    components = "".join(f", {row.removeprefix('model_')} {val_mae[row] / val_mae['model']:.3f}x"
+                         for row in val_mae if row != "model")
     summary = (f"Test MAE {results['model']['mae']:.4g} ({series.target_name}): "
-               f"{metrics['model_vs_seasonal_naive_mae']:.3f}x seasonal naive, "
-               f"{metrics['model_vs_holt_winters_mae']:.3f}x Holt-Winters\n{_metrics_table(results)}\n"
+               f"{metrics['model_vs_best_baseline_mae']:.3f}x the best baseline ({best_baseline}), "
+               f"{metrics['model_vs_seasonal_naive_mae']:.3f}x seasonal naive\n{_metrics_table(results)}\n"
+               f"Validation MAE of the model {val_mae['model']:.4g}{components} (ablations: a component is worth "
+               f"what its removal costs)\n"
+               f"Prediction intervals on test: " + ", ".join(
+                   f"{level} % covered {100 * interval_coverage[str(level)]:.1f} %" for level in LEVELS) + "\n"
                f"Exported to {version_dir} (report: metrics.json, forecast.png, error_by_horizon.png)\n"
                f"Try: kpipe forecast {version_dir} --input recent.csv")
     return RunResult(version_dir, metrics, summary)
@@ -197,6 +256,8 @@ class Forecast:
     target: str
     values: np.ndarray                 # (horizon,)
     times: pd.DatetimeIndex | None     # their timestamps, when the inputs had them
+    intervals: dict[int, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
+    # {level in percent: (lower, upper)}, each (horizon,): conformal intervals from the export
 
 
 def load_forecaster(model: str | Path, export_dir: str | Path = "saved_models"):
@@ -234,12 +295,15 @@ def forecast_table(model: str | Path, frame: pd.DataFrame, export_dir: str | Pat
     time_column = spec.get("time_column") or ""
     if time_column and time_column in frame.columns:
         times = check_times(frame[time_column], time_column, source)
-    output = loaded.serve(window=tf.constant(values.to_numpy(np.float32)[None]))["forecast"].numpy()[0]
+    served = loaded.serve(window=tf.constant(values.to_numpy(np.float32)[None]))
+    output = served["forecast"].numpy()[0]
+    intervals = {int(name.split("_")[1]): (served[name].numpy()[0], served[f"upper_{name.split('_')[1]}"].numpy()[0])
+                 for name in served if name.startswith("lower_")}
     future = None
     if times is not None and spec.get("frequency"):
         offset = pd.tseries.frequencies.to_offset(spec["frequency"])
         future = pd.date_range(times[-1] + offset, periods=len(output), freq=offset)
-    return Forecast(spec["target"], output, future)
+    return Forecast(spec["target"], output, future, dict(sorted(intervals.items())))
 
 
 def forecast_file(model: str | Path, path: str | Path, export_dir: str | Path = "saved_models") -> Forecast:

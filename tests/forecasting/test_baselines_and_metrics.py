@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-from statsmodels.tsa.holtwinters import ExponentialSmoothing
 
 from kpipe.forecasting import baselines
 from kpipe.forecasting.metrics import forecast_errors, mase_scale
@@ -22,18 +21,66 @@ def test_naive_and_seasonal_naive_follow_their_formulas():
     np.testing.assert_array_equal(forecast[2], y[[46, 47, 48, 49, 46, 47]])
 
 
-@pytest.mark.parametrize("trend", [None, "add"])
-def test_holt_winters_from_the_end_of_training_equals_statsmodels_forecast(trend):
-    y, m, train_end, horizon = seasonal_series(), 12, 300, 20
-    forecasts, params = baselines.holt_winters(y, train_end, np.array([train_end, train_end + 7]), horizon, m,
-                                               trend=trend)
-    reference = ExponentialSmoothing(y[:train_end], trend=trend, seasonal="add", seasonal_periods=m,
-                                     initialization_method="heuristic").fit().forecast(horizon)
-    np.testing.assert_allclose(forecasts[0], reference, rtol=1e-7)
-    assert 0 <= params["smoothing_level"] <= 1
-    # A later origin uses the 7 newer values with the same parameters: a different, still good forecast.
-    assert not np.allclose(forecasts[1], reference[:horizon])
-    assert np.mean(np.abs(forecasts[1] - y[307:327])) < 3
+def two_season_series(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    return 100 + 0.02 * t + 8 * np.sin(2 * np.pi * t / 6) + 5 * np.sin(2 * np.pi * t / 42) + rng.normal(0, 1, n)
+
+
+def test_mstl_decomposition_equals_statsforecasts_when_every_point_is_smoothed():
+    from statsforecast.mstl import mstl
+
+    y = two_season_series()
+    ours, theirs = baselines.mstl_decomposition(y, [42, 6], r_jumps=False), mstl(y, [6, 42])
+    for column in ("trend", "remainder", "seasonal6", "seasonal42"):
+        np.testing.assert_allclose(ours[column], theirs[column].to_numpy(), rtol=1e-12, atol=1e-9)
+    # R's jumps interpolate the smoothers: close to, but not the same as, every point.
+    jumped = baselines.mstl_decomposition(y, [6, 42])
+    assert not np.allclose(jumped["trend"], ours["trend"])
+    np.testing.assert_allclose(jumped["seasonal42"], ours["seasonal42"], atol=1.0)
+
+
+def test_mstl_from_every_origin_equals_statsforecasts_forward_and_predict():
+    from statsforecast.models import MSTL, AutoETS
+
+    y, fit_end, horizon = two_season_series(), 500, 10
+    origins = np.array([500, 517, 580])
+    forecasts, info = baselines.mstl(y, fit_end, origins, horizon, (6, 42), r_jumps=False)
+    library = MSTL(season_length=[6, 42], trend_forecaster=AutoETS(model="ZZN")).fit(y[:fit_end])
+    np.testing.assert_allclose(forecasts[0], library.predict(horizon)["mean"], rtol=1e-9)
+    for row, origin in enumerate(origins):
+        np.testing.assert_allclose(forecasts[row], library.forward(y[:origin], h=horizon)["mean"], rtol=1e-9)
+    assert info["trend_model"].startswith("ETS(")
+    truth = y[origins[:, None] + np.arange(horizon)]
+    assert np.mean(np.abs(forecasts - truth)) < 2  # noise sd 1: the two seasons are captured
+    jumped, _ = baselines.mstl(y, fit_end, origins, horizon, (6, 42))
+    assert np.mean(np.abs(jumped - truth)) < 2
+
+
+def test_auto_ets_from_the_first_origin_equals_statsforecasts_predict():
+    from statsforecast.models import AutoETS
+
+    y, fit_end = seasonal_series(), 300
+    forecasts, info = baselines.auto_ets(y, fit_end, np.array([300, 310]), 12, season_length=12)
+    library = AutoETS(season_length=12).fit(y[:fit_end])
+    np.testing.assert_allclose(forecasts[0], library.predict(12)["mean"], rtol=1e-9)
+    np.testing.assert_allclose(forecasts[1], library.forward(y[:310], h=12)["mean"], rtol=1e-9)
+    assert info == {"model": library.model_["method"], "season_length": 12}
+    _, long_season = baselines.auto_ets(y, fit_end, np.array([300]), 12, season_length=48)
+    assert long_season["season_length"] == 1  # statsforecast's ETS has no seasons beyond 24 steps
+
+
+def test_conformal_half_widths_and_coverage_by_hand():
+    from kpipe.forecasting.intervals import conformal_half_widths, coverage
+
+    # 9 calibration windows, 2 steps; errors at step 0 are 1..9, at step 1 are 10, 20, ... 90.
+    forecast = np.zeros((9, 2))
+    truth = np.stack([np.arange(1, 10), 10 * np.arange(1, 10)], axis=1)[::-1].astype(float)
+    # level 80: rank ceil(10 * 0.8) = 8 -> the 8th smallest error; level 95: rank 10 > 9 -> unbounded
+    np.testing.assert_array_equal(conformal_half_widths(truth, forecast, 80), [8.0, 80.0])
+    assert np.all(np.isinf(conformal_half_widths(truth, forecast, 95)))
+    assert coverage(truth, forecast, np.array([8.0, 80.0])) == pytest.approx(16 / 18)
+    assert coverage(np.array([[1.0, 5.0]]), np.array([[0.0, 0.0]]), np.array([1.0, 4.0])) == 0.5
 
 
 def test_forecast_errors_match_hand_computed_values():
@@ -44,6 +91,10 @@ def test_forecast_errors_match_hand_computed_values():
     assert errors["rmse"] == pytest.approx(np.sqrt(5 / 4))
     assert errors["mase"] == pytest.approx(0.375)
     assert errors["smape"] == pytest.approx((200 * 1 / 3 + 0 + 200 * 2 / 4 + 0) / 4)
+    assert errors["mape"] == pytest.approx((100 * 1 / 1 + 0 + 100 * 2 / 3 + 0) / 4)
+    assert errors["per_step"]["mape"] == pytest.approx([(100 + 200 / 3) / 2, 0.0])
+    zero_truth = forecast_errors(np.zeros((2, 1)), np.ones((2, 1)), scale=1.0)
+    assert zero_truth["mape"] is None and zero_truth["mae"] == 1.0  # no MAPE without a nonzero truth
     assert errors["per_step"]["mae"] == pytest.approx([1.5, 0.0])
     y = np.array([1.0, 5.0, 2.0, 7.0, 3.0])
     assert mase_scale(y, 2) == pytest.approx(np.mean([1.0, 2.0, 1.0]))
