@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -40,13 +41,36 @@ examples:
 """
 
 
-def _import_tensorflow_quietly() -> None:
-    """Import TensorFlow with its C++ start-up INFO lines (oneDNN, CUDA stubs) filtered out.
+# TensorFlow's C++ log lines ("E0000 00:00:17... cuda_platform.cc:52] failed call to cuInit", oneDNN
+# notes): glog's format, one letter for the severity, then the month and day.
+CPP_LOG_LINE = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d")
+CPP_SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}  # TF_CPP_MIN_LOG_LEVEL hides the severities below it
 
-    TF 2.21 logs them through absl before TF_CPP_MIN_LOG_LEVEL is read (tensorflow#100442), so we
-    catch file descriptor 2 while importing and pass on every other line (warnings, errors).
+
+def _quiet_tensorflow_logs(debug: bool) -> None:
+    """Keep TensorFlow's C++ log lines off the console unless `--debug` or the user's own
+    TF_CPP_MIN_LOG_LEVEL asks for them. Must run before TensorFlow is imported: it reads the level once."""
+    if debug:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def _import_tensorflow_quietly() -> None:
+    """Import TensorFlow without its C++ start-up lines (CUDA probing on a CPU machine, oneDNN notes).
+
+    TF 2.21 logs some of them through absl before TF_CPP_MIN_LOG_LEVEL is read (tensorflow#100442),
+    so we catch file descriptor 2 while importing and drop the C++ lines that level hides, passing on
+    every other line (Python warnings, the lines a lower level asks for: `--debug`, or the user's own).
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")
+    level = int(level) if level.isdigit() else 0
+
+    def shown(line: str) -> bool:
+        match = CPP_LOG_LINE.match(line)
+        if match:
+            return CPP_SEVERITY[match.group(1)] >= level
+        return level == 0 or not line.startswith("WARNING: All log messages before absl")
+
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as captured:
@@ -59,7 +83,7 @@ def _import_tensorflow_quietly() -> None:
             os.close(saved)
             captured.seek(0)
             for line in captured.read().decode("utf-8", "replace").splitlines():
-                if not (line.startswith("I0000") or line.startswith("WARNING: All log messages before absl")):
+                if shown(line):
                     print(line, file=sys.stderr)
     import absl.logging
     absl.logging.set_verbosity(absl.logging.WARNING)
@@ -77,6 +101,15 @@ def _data_overrides(data: str) -> list[str]:
 
 
 # === Commands ===
+
+def cmd_info(args) -> int:
+    from kpipe import info
+
+    _import_tensorflow_quietly()
+    collected = info.collect()
+    print(json.dumps(collected, indent=2) if args.json else info.format_info(collected))
+    return 0
+
 
 def cmd_list(args) -> int:
     from kpipe.pipelines import list_pipelines
@@ -104,9 +137,10 @@ def _overrides(args) -> list[str]:
 
 
 def cmd_run(args) -> int:
-    from kpipe.pipelines import load_pipeline, run_pipeline
+    from kpipe.pipelines import check_runnable, load_pipeline, run_pipeline
 
     config = load_pipeline(args.pipeline, _overrides(args))  # a bad config fails here, before TensorFlow loads
+    check_runnable(config)
     _import_tensorflow_quietly()
     print(run_pipeline(config).summary)
     return 0
@@ -261,11 +295,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kpipe", description="Train, evaluate and export Keras sequence models as named pipelines.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks for errors, and TensorFlow's own C++ log lines")
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("list", help="list the named pipelines").set_defaults(func=cmd_list)
+    info = sub.add_parser("info", help="check your setup: versions, devices, data packages, runnable pipelines "
+                                       "(paste --json into bug reports)")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.set_defaults(func=cmd_info)
 
     def add_config_args(p):
         p.add_argument("pipeline", help="pipeline name (see `kpipe list`) or path to a .toml config")
@@ -387,6 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _quiet_tensorflow_logs(args.debug)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     try:

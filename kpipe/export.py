@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from kpipe import manifest
+from kpipe import dependencies, manifest
 from kpipe.errors import ModelNotFoundError
 
 log = logging.getLogger(__name__)
@@ -110,12 +110,24 @@ def describe_signature(function) -> dict:
 
 
 def load_saved_model(path: Path):
-    """`tf.saved_model.load`, with TensorFlow Text's ops registered first: WordPiece tokenizers
-    inside an export use them, and plain TensorFlow does not know them."""
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the ops; installed with keras-hub)
+    """`tf.saved_model.load`, with TensorFlow Text's ops registered first when it is installed:
+    WordPiece tokenizers inside an export use them, and plain TensorFlow does not know them.
 
-    return tf.saved_model.load(str(path))
+    Raises:
+        MissingDependencyError: the export needs tensorflow-text and it is not installed.
+    """
+    import tensorflow as tf
+
+    if dependencies.installed("tensorflow_text"):
+        import tensorflow_text  # noqa: F401  (registers the ops)
+        return tf.saved_model.load(str(path))
+    try:
+        return tf.saved_model.load(str(path))
+    except tf.errors.NotFoundError as error:  # "Op type not registered 'WordpieceTokenizeWithOffsets'"
+        if "Op type not registered" not in str(error):
+            raise
+        dependencies.require_tensorflow_text(f"the export {path}")
+        raise
 
 
 # Modules whose custom layers a saved model.keras may name (each registers them when imported).

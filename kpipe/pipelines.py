@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from kpipe.config import apply_overrides, did_you_mean, read_toml
+from kpipe.dependencies import require_tensorflow_text
 from kpipe.errors import ConfigError
 from kpipe.pipeline_config import PipelineConfig, parse_pipeline_config
 
@@ -85,10 +86,18 @@ def list_pipelines() -> list[PipelineEntry]:
     return entries
 
 
+def check_runnable(config: PipelineConfig) -> None:
+    """Raise MissingDependencyError when a package the run needs is not installed (before TensorFlow
+    loads; a config is still valid without it, so `kpipe list` and `show` work everywhere)."""
+    if getattr(config.preprocessing, "tokenizer", "") == "wordpiece":
+        require_tensorflow_text(f"{config.name} (preprocessing.tokenizer = \"wordpiece\")")
+
+
 def run_pipeline(config: PipelineConfig):
     """Run a pipeline end to end; returns the task's result (export folder and metrics)."""
     from kpipe.training import make_strategy
 
+    check_runnable(config)
     if config.training.strategy in ("auto", "multi_worker", "tpu"):
         # A multi-worker strategy must exist before TensorFlow runs anything (loading data does);
         # a missing TPU is reported before the data is loaded.

@@ -27,6 +27,20 @@ log = logging.getLogger(__name__)
 OPTIMIZERS = {name: getattr(keras.optimizers, cls) for name, cls in OPTIMIZER_CLASSES.items()}
 
 
+def resolve_strategy_name(name: str) -> str:
+    """The strategy `make_strategy(name)` makes: "auto" resolved for this machine (see there).
+
+    A cluster in TF_CONFIG is recognised without touching TensorFlow's devices, which the
+    multi-worker strategy must be created before."""
+    check_choice("strategy", name, STRATEGIES)
+    if name != "auto":
+        return name
+    if os.environ.get("TF_CONFIG") and multi_worker.cluster_size(multi_worker.read_tf_config()) > 1:
+        return "multi_worker"
+    gpus = tf.config.list_logical_devices("GPU")
+    return "default" if not gpus else "one_device" if len(gpus) == 1 else "mirrored"
+
+
 def make_strategy(name: str, *, worker_timeout_s: float = 300.0) -> tf.distribute.Strategy:
     """The tf.distribute strategy for `name` given the devices on this machine.
 
@@ -35,16 +49,12 @@ def make_strategy(name: str, *, worker_timeout_s: float = 300.0) -> tf.distribut
     GPUs) with several. The multi-worker strategy must be made before TensorFlow runs anything;
     later calls return the same one.
     """
-    check_choice("strategy", name, STRATEGIES)
-    if name == "auto" and os.environ.get("TF_CONFIG") and multi_worker.cluster_size(multi_worker.read_tf_config()) > 1:
-        name = "multi_worker"
+    name = resolve_strategy_name(name)
     if name == "multi_worker":
         return _multi_worker_strategy(worker_timeout_s)
     if name == "tpu":
         return _tpu_strategy()
     gpus = tf.config.list_logical_devices("GPU")
-    if name == "auto":
-        name = "default" if not gpus else "one_device" if len(gpus) == 1 else "mirrored"
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "one_device":
@@ -173,8 +183,10 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
         model = build()
         # mixed_float16: Keras scales the loss
         _compile(model, config, config.learning_rate, loss, metrics, weighted_metrics)
-    log.info("Training %s (%s parameters) for up to %d epochs with %s, %d replica(s), global batch %d, %s",
+    gpus = len(tf.config.list_logical_devices("GPU"))
+    log.info("Training %s (%s parameters) for up to %d epochs on %s with %s, %d replica(s), global batch %d, %s",
              model.name, f"{model.count_params():,}", config.epochs,
+             f"{gpus} GPU(s)" if gpus else "the CPU (TensorFlow sees no GPU)",
              "MultiWorkerMirroredStrategy" if multi_worker.is_multi_worker(strategy) else type(strategy).__name__,
              strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync, config.precision)
 

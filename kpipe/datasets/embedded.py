@@ -41,6 +41,11 @@ class EmbeddedDataset:
     licence: str
     reader: str
 
+    @property
+    def module(self) -> str:
+        """The import name of its package ("gender-guesser 0.4.0" -> "gender_guesser")."""
+        return self.package.split()[0].replace("-", "_")
+
     def read(self, **options):
         module, function = self.reader.split(":")
         return getattr(importlib.import_module(module), function)(**options)

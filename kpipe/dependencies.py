@@ -1,0 +1,29 @@
+"""Optional packages: whether they are installed (without importing them) and what to say when not.
+
+tensorflow-text has no Windows wheels, so kpipe installs it only where it exists (a platform marker
+in pyproject.toml); only the WordPiece tokenizer needs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from kpipe.errors import MissingDependencyError
+
+TENSORFLOW_TEXT_HINT = ("install it with: pip install tensorflow-text (it has no Windows wheels: on Windows use "
+                        "WSL2, or set preprocessing.tokenizer = \"words\")")
+
+
+def installed(module: str) -> bool:
+    """Whether `module` can be imported, found without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a module blocked with sys.modules[name] = None
+        return False
+
+
+def require_tensorflow_text(what: str) -> None:
+    """Raise MissingDependencyError naming `what` needs tensorflow-text, unless it is installed."""
+    if not installed("tensorflow_text"):
+        raise MissingDependencyError(f"{what} needs the WordPiece ops of tensorflow-text, which is not installed; "
+                                     f"{TENSORFLOW_TEXT_HINT}")
