@@ -289,6 +289,82 @@ def cmd_similarity(args) -> int:
     return 0
 
 
+def _map_points(args):
+    """(labels, vectors, groups or None) for `kpipe map`: sentences through an embed export, or words."""
+    import numpy as np
+
+    from kpipe import maps
+
+    if args.texts or args.texts_file:
+        if args.words or args.top or args.file:
+            raise KpipeError("map either sentences (--texts/--texts-file) or words (--words/--top/--file), not both")
+        texts = list(args.texts or [])
+        if args.texts_file:
+            texts += _read_lines(Path(args.texts_file).read_bytes(), args.texts_file)
+        args.model = args.source
+        model_dir = _export_of(args, "classify", "kpipe map --texts", signature="embed")
+        from kpipe.sentence_embeddings import embed_texts
+
+        return texts, embed_texts(model_dir, texts), None
+    if sum(bool(x) for x in (args.words, args.top, args.file)) != 1:
+        raise KpipeError("say which words to map: --words w1 w2 ..., --top N or --file words.txt (one of them)")
+    given_groups = {}
+    if args.file:
+        path = Path(args.file)
+        if not path.is_file():
+            raise KpipeError(f"--file not found: {path}")
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if any(("\t" in line or "," in line) for line in lines):
+            given_groups = maps.read_groups(path)  # word<TAB>group lines colour the map
+            words = list(given_groups)
+        else:
+            words = lines
+    _import_tensorflow_quietly()
+    from kpipe.embeddings import word_vectors_of
+
+    vectors = word_vectors_of(args.source, args.export_dir)
+    if args.top:
+        words = vectors.words[:args.top]
+    elif args.words:
+        words = args.words
+    rows = vectors.rows(words)
+    unknown = [w for w, row in zip(words, rows) if row is None]
+    if unknown:
+        print(f"kpipe: warning: not in the vocabulary of {args.source}, left out: {', '.join(unknown)}", file=sys.stderr)
+    known = [(w, row) for w, row in zip(words, rows) if row is not None]
+    if len(known) < maps.MIN_POINTS:
+        raise KpipeError(f"only {len(known)} of the {len(words)} words are in the vocabulary of {args.source}; "
+                         f"a map needs at least {maps.MIN_POINTS}")
+    groups = [given_groups.get(w, "") for w, _ in known] if given_groups else None
+    return [w for w, _ in known], np.stack([vectors.matrix[row] for _, row in known]), groups
+
+
+def cmd_map(args) -> int:
+    from kpipe import maps
+
+    labels, vectors, groups = _map_points(args)
+    if args.groups:
+        table = maps.read_groups(args.groups)
+        groups = [table.get(label, "") for label in labels]
+    points = maps.make_map(labels, vectors, method=args.method, groups=groups, clusters=args.clusters, seed=args.seed)
+    maps.plot_map(points, args.out, title=args.title or f"{args.source}: {len(labels)} points, {args.method}")
+    written = [args.out]
+    if args.csv:
+        written.append(str(points.write_csv(args.csv)))
+    print(f"Wrote {' and '.join(written)} ({len(labels)} points, {args.method})")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from kpipe import compare
+
+    runs = compare.read_runs(args.runs, args.export_dir)  # fails fast, before matplotlib loads
+    print(compare.format_table(*compare.comparison_rows(runs)))
+    compare.plot_curves(runs, args.out)
+    print(f"\nValidation curves: {args.out}")
+    return 0
+
+
 # === Argument parsing ===
 
 def build_parser() -> argparse.ArgumentParser:
@@ -415,6 +491,44 @@ def build_parser() -> argparse.ArgumentParser:
     analogy.add_argument("-k", type=int, default=5, help="how many (default 5)")
     add_vector_args(analogy)
     analogy.set_defaults(func=cmd_analogy)
+
+    word_map = sub.add_parser(
+        "map", help="a labelled 2-D map (PCA, t-SNE) of word vectors or sentence embeddings, as a PNG",
+        description="Project word vectors (packaged GloVe, a vectors file, a word2vec export or a classifier's "
+                    "learned embedding) or sentence embeddings (--texts, through an export with an embed "
+                    "signature) to 2-D and draw them with their labels.",
+        epilog="examples:\n  kpipe map glove:6B.50d --words apple banana car bus football tennis france japan\n"
+               "  kpipe map glove:6B.50d --file words.tsv --method tsne --out map.png   # word<TAB>group lines\n"
+               "  kpipe map word2vec-bible --top 100 --clusters 6 --csv coords.csv\n"
+               "  kpipe map sentiment-transformer --texts \"great crew\" \"lost my bag\" \"thanks!\"",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    word_map.add_argument("source", help="glove:6B.50d, a vectors file, or an export (folder or pipeline name)")
+    word_map.add_argument("--words", nargs="+", help="the words to map")
+    word_map.add_argument("--top", type=int, help="map the first N words of the vocabulary (most frequent first)")
+    word_map.add_argument("--file", help="words to map, one per line (or word<TAB>group lines, which colour them)")
+    word_map.add_argument("--texts", nargs="+", help="sentences to embed and map (SOURCE: an embed export)")
+    word_map.add_argument("--texts-file", help="sentences to embed and map, one per line")
+    word_map.add_argument("--method", choices=["pca", "tsne", "umap"], default="pca",
+                          help="pca (default), tsne, or umap (needs umap-learn)")
+    word_map.add_argument("--groups", help="colour by a label file: word<TAB>group (or word,group) lines")
+    word_map.add_argument("--clusters", type=int, default=0, help="colour by K k-means clusters of the vectors")
+    word_map.add_argument("--out", default="map.png", help="the PNG to write (default map.png)")
+    word_map.add_argument("--csv", help="also write the 2-D coordinates to this CSV (label, x, y, group)")
+    word_map.add_argument("--title", help="the plot title")
+    word_map.add_argument("--seed", type=int, default=0, help="random seed for t-SNE, UMAP and k-means")
+    word_map.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
+    word_map.set_defaults(func=cmd_map)
+
+    compare = sub.add_parser("compare", help="compare runs: headline metrics, training time, differing config "
+                                             "keys, and their validation curves in one PNG",
+                             epilog="examples:\n  kpipe compare sentiment-bilstm            # all its versions\n"
+                                    "  kpipe compare sentiment-bilstm/1 sentiment-glove --out curves.png",
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    compare.add_argument("runs", nargs="+", metavar="RUN",
+                         help="an export folder, or a pipeline name / folder of versions (all its versions)")
+    compare.add_argument("--out", default="compare.png", help="the PNG of validation curves (default compare.png)")
+    compare.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
+    compare.set_defaults(func=cmd_compare)
 
     similarity = sub.add_parser("similarity", help="cosine similarity of two words")
     similarity.add_argument("first")

@@ -347,6 +347,24 @@ def align_to_vocabulary(vectors: WordVectors, vocabulary: Sequence[str], *, seed
     return matrix, coverage
 
 
+def word_vectors_of(source: str, export_dir: str | Path = "saved_models") -> WordVectors:
+    """Word vectors from `source`: packaged vectors ("glove:6B.50d"), a vectors file, or an export:
+    a word2vec export's vectors, or a classifier's learned token embedding."""
+    from kpipe import manifest
+    from kpipe.export import resolve_model_dir
+
+    if source in PACKAGED or Path(source.partition(".zip:")[0]).is_file():
+        return load_word_vectors(source)
+    path = resolve_model_dir(source, export_dir)
+    task = manifest.read(path).get("task")
+    if task == "word2vec":
+        return load_word_vectors(str(path / "vectors.txt"))
+    if task == "classify":
+        return classifier_word_vectors(path)
+    raise KpipeError(f"{path} is a {task} export, which has no word vectors; use glove:6B.50d, a vectors file, "
+                     "a word2vec export or a classifier export")
+
+
 def classifier_word_vectors(model_dir: str | Path, export_dir: str | Path = "saved_models") -> WordVectors:
     """The learned embedding of an exported classifier, as WordVectors over its vocabulary."""
     from kpipe import manifest

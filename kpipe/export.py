@@ -123,7 +123,7 @@ def load_saved_model(path: Path):
         return tf.saved_model.load(str(path))
     try:
         return tf.saved_model.load(str(path))
-    except tf.errors.NotFoundError as error:  # "Op type not registered 'WordpieceTokenizeWithOffsets'"
+    except (tf.errors.NotFoundError, RuntimeError) as error:  # "Op type not registered 'RegexSplitWithOffsets'"
         if "Op type not registered" not in str(error):
             raise
         dependencies.require_tensorflow_text(f"the export {path}")

@@ -39,6 +39,7 @@ class TaskSpec:
     models: Mapping[str, type]  # model.family -> config class
     runner: str                 # "module:function" that trains, evaluates and exports
     check: Callable[["PipelineConfig"], None] | None = None  # rules across sections; raises ConfigError
+    headline: tuple[str, ...] = ()  # the metrics.json entries (dotted paths) `kpipe compare` shows first
 
     def run(self, config: "PipelineConfig") -> "RunResult":
         module, function = self.runner.split(":")
@@ -85,13 +86,16 @@ TASKS = {spec.name: spec for spec in (
     TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig,
              {"rnn_classifier": RNNClassifierConfig, "transformer_classifier": TransformerClassifierConfig,
               "bag_of_ngrams": BagOfNgramsConfig, "ensemble": EnsembleClassifierConfig},
-             "kpipe.tasks.classify:run_classify", check_classify_config),
+             "kpipe.tasks.classify:run_classify", check_classify_config,
+             headline=("accuracy", "macro_f1", "baseline.accuracy")),
     TaskSpec("forecast", TimeSeriesDataConfig, WindowConfig, {"rnn_forecaster": RNNForecasterConfig},
-             "kpipe.tasks.forecast:run_forecast", check_forecast_config),
+             "kpipe.tasks.forecast:run_forecast", check_forecast_config,
+             headline=("test.model.mae", "test.model.mape", "best_baseline", "model_vs_best_baseline_mae")),
     TaskSpec("generate", NamesDataConfig, NamesPreprocessingConfig, {"char_rnn": CharGeneratorConfig},
-             "kpipe.tasks.generate:run_generate"),
+             "kpipe.tasks.generate:run_generate", headline=("test_nll_per_char", "bigram_nll_per_char")),
     TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, {"seq2seq_attention": Seq2SeqConfig},
-             "kpipe.tasks.translate:run_translate"),
+             "kpipe.tasks.translate:run_translate", headline=("word_error_rate", "token_error_rate")),
     TaskSpec("word2vec", CorpusDataConfig, SkipGramConfig, {"skipgram": Word2VecConfig, "cbow": Word2VecConfig},
-             "kpipe.tasks.word2vec:run_word2vec", check_word2vec_config),
+             "kpipe.tasks.word2vec:run_word2vec", check_word2vec_config,
+             headline=("final_loss", "words_per_second")),
 )}

@@ -36,6 +36,22 @@ def test_a_wordpiece_export_without_tensorflow_text_says_what_to_install(exporte
     assert f"the export {export} needs the WordPiece ops of tensorflow-text" in err[0]
 
 
+def test_map_of_sentences_through_the_embed_signature(exported):
+    import csv
+
+    folder, export = exported
+    texts = ["great crew, thanks", "lost my bag again", "flight delayed three hours", "lovely service"]
+    run = subprocess.run([sys.executable, "-m", "kpipe", "map", str(export), "--texts", *texts, "--out", "s.png",
+                          "--csv", "s.csv"], cwd=folder, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = list(csv.DictReader((folder / "s.csv").open()))
+    assert [r["label"] for r in rows] == texts and (folder / "s.png").stat().st_size > 10_000
+    # The classifier's own token embedding maps too (the words of its WordPiece vocabulary).
+    words = subprocess.run([sys.executable, "-m", "kpipe", "map", str(export), "--top", "20", "--out", "w.png"],
+                           cwd=folder, capture_output=True, text=True, timeout=300)
+    assert words.returncode == 0 and "20 points" in words.stdout, words.stderr[-3000:]
+
+
 def test_wordpiece_vocabulary_is_fitted_on_training_text_with_reserved_tokens_first():
     texts = np.array(["unbelievably good flight", "unbelievable delays", "good crew"] * 10)
     vocabulary = fit_vocabulary(texts, TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=100))
