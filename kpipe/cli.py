@@ -19,6 +19,7 @@ from kpipe.errors import KpipeError
 
 EXAMPLES = """\
 examples:
+  kpipe info
   kpipe list
   kpipe show sentiment-bilstm
   kpipe run sentiment-bilstm
@@ -38,6 +39,8 @@ examples:
   kpipe neighbors frog -k 5
   kpipe analogy king man woman
   kpipe similarity cat dog --vectors glove.6B.100d.txt
+  kpipe map glove:6B.50d --words apple banana car bus tennis golf france japan --out map.png
+  kpipe compare sentiment-bilstm --out compare.png
 """
 
 

@@ -126,6 +126,7 @@ def plot_curves(runs: Sequence[RunRecord], path: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     common = set.intersection(*({k for h in run.history for k in h if k.startswith("val_")} for run in runs))
     panels = sorted(common, key=lambda k: (k != "val_loss", k))[:3]
@@ -137,6 +138,7 @@ def plot_curves(runs: Sequence[RunRecord], path: str | Path) -> Path:
             points = [(i + 1, h[metric]) for i, h in enumerate(run.history) if metric in h]
             ax.plot(*zip(*points), marker="o", ms=3, lw=1.5, label=run.label)
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(metric)
         ax.grid(alpha=0.3)
     axes[0, 0].legend(fontsize=8)
