@@ -240,11 +240,12 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
         work_dir=run.work_dir, half_widths=half_widths, plots=plots), data=(series.values.tobytes(),))
     components = "".join(f", {row.removeprefix('model_')} {val_mae[row] / val_mae['model']:.3f}x"
                          for row in val_mae if row != "model")
+    if components:
+        components += " (ablations: a component is worth what its removal costs)"
     summary = (f"Test MAE {results['model']['mae']:.4g} ({series.target_name}): "
                f"{metrics['model_vs_best_baseline_mae']:.3f}x the best baseline ({best_baseline}), "
                f"{metrics['model_vs_seasonal_naive_mae']:.3f}x seasonal naive\n{_metrics_table(results)}\n"
-               f"Validation MAE of the model {val_mae['model']:.4g}{components} (ablations: a component is worth "
-               f"what its removal costs)\n"
+               f"Validation MAE of the model {val_mae['model']:.4g}{components}\n"
                f"Prediction intervals on test: " + ", ".join(
                    f"{level} % covered {100 * interval_coverage[str(level)]:.1f} %" for level in LEVELS) + "\n"
                f"Exported to {version_dir} (report: metrics.json, forecast.png, error_by_horizon.png)\n"
