@@ -159,14 +159,18 @@ def _read_lines(stream_bytes: bytes, source: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
+def _file_lines(option: str, path: str) -> list[str]:
+    """The non-blank lines of the file an option names (UTF-8); one clear error if it is missing."""
+    if not Path(path).is_file():
+        raise KpipeError(f"{option} not found: {path}")
+    return _read_lines(Path(path).read_bytes(), path)
+
+
 def _input_texts(args, verb: str) -> list[str]:
     """Texts from the arguments, then --file, else standard input (one per line)."""
     texts = list(getattr(args, "texts", []))  # `similar` takes its sentences from --file or stdin only
     if args.file:
-        path = Path(args.file)
-        if not path.is_file():
-            raise KpipeError(f"--file not found: {path}")
-        texts += _read_lines(path.read_bytes(), str(path))
+        texts += _file_lines("--file", args.file)
     if not texts and not sys.stdin.isatty():
         texts = _read_lines(sys.stdin.buffer.read(), "standard input")
     if not texts:
@@ -303,7 +307,7 @@ def _map_points(args):
             raise KpipeError("map either sentences (--texts/--texts-file) or words (--words/--top/--file), not both")
         texts = list(args.texts or [])
         if args.texts_file:
-            texts += _read_lines(Path(args.texts_file).read_bytes(), args.texts_file)
+            texts += _file_lines("--texts-file", args.texts_file)
         args.model = args.source
         model_dir = _export_of(args, "classify", "kpipe map --texts", signature="embed")
         from kpipe.sentence_embeddings import embed_texts
@@ -313,12 +317,9 @@ def _map_points(args):
         raise KpipeError("say which words to map: --words w1 w2 ..., --top N or --file words.txt (one of them)")
     given_groups = {}
     if args.file:
-        path = Path(args.file)
-        if not path.is_file():
-            raise KpipeError(f"--file not found: {path}")
-        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        lines = [line.strip() for line in _file_lines("--file", args.file)]
         if any(("\t" in line or "," in line) for line in lines):
-            given_groups = maps.read_groups(path)  # word<TAB>group lines colour the map
+            given_groups = maps.parse_groups(lines, args.file)  # word<TAB>group lines colour the map
             words = list(given_groups)
         else:
             words = lines
@@ -345,9 +346,9 @@ def _map_points(args):
 def cmd_map(args) -> int:
     from kpipe import maps
 
-    labels, vectors, groups = _map_points(args)
-    if args.groups:
-        table = maps.read_groups(args.groups)
+    table = maps.parse_groups(_file_lines("--groups", args.groups), args.groups) if args.groups else None
+    labels, vectors, groups = _map_points(args)  # read after the label file: a missing one fails fast
+    if table is not None:
         groups = [table.get(label, "") for label in labels]
     points = maps.make_map(labels, vectors, method=args.method, groups=groups, clusters=args.clusters, seed=args.seed)
     maps.plot_map(points, args.out, title=args.title or f"{args.source}: {len(labels)} points, {args.method}")

@@ -79,15 +79,13 @@ def kmeans_groups(vectors: np.ndarray, clusters: int, seed: int = 0) -> list[str
     return [f"cluster {i + 1}" for i in ids]
 
 
-def read_groups(path: str | Path) -> dict[str, str]:
-    """A label file: one `word<TAB or comma>group` per line (a header line `word,group` is skipped)."""
+def parse_groups(lines: Sequence[str], source: str) -> dict[str, str]:
+    """Label lines: one `word<TAB or comma>group` each (a header line `word,group` is skipped)."""
     groups = {}
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in enumerate(lines, start=1):
         parts = line.split("\t") if "\t" in line else line.split(",")
         if len(parts) != 2:
-            raise KpipeError(f"{path}, line {number}: expected 'word<TAB>group' or 'word,group'; got {line!r}")
+            raise KpipeError(f"{source}, line {number}: expected 'word<TAB>group' or 'word,group'; got {line!r}")
         word, group = parts[0].strip(), parts[1].strip()
         if number == 1 and (word.lower(), group.lower()) in {("word", "group"), ("label", "group")}:
             continue

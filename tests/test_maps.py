@@ -104,3 +104,11 @@ def test_map_of_a_words_file_with_groups_and_the_top_words(vectors_file, tmp_pat
     rows = list(csv.DictReader((tmp_path / "b.csv").open()))
     assert [r["label"] for r in rows] == ["apple", "pear", "plum", "car"]
     assert len({r["group"] for r in rows[:3]}) == 1 and rows[3]["group"] != rows[0]["group"]
+
+
+@pytest.mark.parametrize("option", ["--groups", "--texts-file"])
+def test_a_missing_input_file_is_one_line_exit_2(option, vectors_file, tmp_path):
+    words = ["--words", "apple", "pear", "car"] if option == "--groups" else []
+    run = kpipe("map", str(vectors_file), *words, option, "absent.tsv", "--out", "m.png", cwd=tmp_path)
+    assert run.returncode == 2 and not (tmp_path / "m.png").exists()
+    assert run.stderr.strip().splitlines() == [f"kpipe: error: {option} not found: absent.tsv"], run.stderr
