@@ -48,24 +48,6 @@ def lookup(tree: dict, dotted: str):
     return tree
 
 
-def run_folders(items: Sequence[str], export_dir: str | Path = "saved_models") -> list[Path]:
-    """Each item's export folders: a version folder itself; every version of a pipeline name or a
-    folder of versions (oldest first)."""
-    folders = []
-    for item in items:
-        for candidate in (Path(item), Path(export_dir) / item):
-            if (candidate / "saved_model.pb").is_file():
-                folders.append(candidate)
-                break
-            found = export.versions(candidate)
-            if found:
-                folders += [candidate / str(v) for v in found]
-                break
-        else:
-            export.resolve_model_dir(item, export_dir)  # raises the usual "no exported model" error
-    return folders
-
-
 def read_run(folder: Path) -> RunRecord:
     info = manifest.read(folder)
     metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
@@ -77,7 +59,7 @@ def read_run(folder: Path) -> RunRecord:
 
 def read_runs(items: Sequence[str], export_dir: str | Path = "saved_models") -> list[RunRecord]:
     """The runs behind `items`; raises KpipeError for fewer than two, or runs of different tasks."""
-    runs = [read_run(folder) for folder in run_folders(items, export_dir)]
+    runs = [read_run(folder) for item in items for folder in export.resolve_versions(item, export_dir)]
     if len(runs) < 2:
         raise KpipeError(f"compare needs at least two runs; {', '.join(items)} gave {len(runs)} "
                          "(name two export folders, or a pipeline with several versions)")

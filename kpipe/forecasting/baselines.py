@@ -1,9 +1,10 @@
 """Baseline forecasts on the same origins as the model: naive, seasonal naive, MSTL and AutoETS.
 
 All take the raw target series (original units) and forecast `horizon` steps from each origin t,
-using only `target[:t]`. The statistical models (statsforecast's MSTL and AutoETS) estimate their parameters once, on the data before the first origin; the parameters
-are then held fixed while the models filter the later data, so each origin's forecast uses the data
-up to that origin and nothing after it (rolling-origin evaluation without re-estimation).
+using only `target[:t]`. The statistical models (statsforecast's MSTL and AutoETS) estimate their
+parameters once, on the data before the first origin; the parameters are then held fixed while the
+models filter the later data, so each origin's forecast uses the data up to that origin and nothing
+after it (rolling-origin evaluation without re-estimation).
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def mstl(target: np.ndarray, fit_end: int, origins: np.ndarray, horizon: int, se
     log.info("MSTL (seasons %s, trend %s) fitted on %d steps, decomposed again at each of %d origins",
              periods, info["trend_model"], fit_end, len(origins))
     return forecasts, info
+
+
 def auto_ets(target: np.ndarray, fit_end: int, origins: np.ndarray, horizon: int,
              season_length: int) -> tuple[np.ndarray, dict]:
     """AutoETS (statsforecast) from each origin: the model and its parameters chosen by AICc on

@@ -303,13 +303,13 @@ def forecast_table(model: str | Path, frame: pd.DataFrame, export_dir: str | Pat
         times = check_times(frame[time_column], time_column, source)
     served = loaded.serve(window=tf.constant(values.to_numpy(np.float32)[None]))
     output = served["forecast"].numpy()[0]
-    intervals = {int(name.split("_")[1]): (served[name].numpy()[0], served[f"upper_{name.split('_')[1]}"].numpy()[0])
-                 for name in served if name.startswith("lower_")}
+    intervals = {level: (served[f"lower_{level}"].numpy()[0], served[f"upper_{level}"].numpy()[0])
+                 for level in LEVELS if f"lower_{level}" in served}  # exports from before intervals have none
     future = None
     if times is not None and spec.get("frequency"):
         offset = pd.tseries.frequencies.to_offset(spec["frequency"])
         future = pd.date_range(times[-1] + offset, periods=len(output), freq=offset)
-    return Forecast(spec["target"], output, future, dict(sorted(intervals.items())))
+    return Forecast(spec["target"], output, future, intervals)
 
 
 def forecast_file(model: str | Path, path: str | Path, export_dir: str | Path = "saved_models") -> Forecast:
