@@ -27,6 +27,7 @@ examples:
   kpipe run imdb-bilstm --data ../shared/data/imdb/train.csv.gz
   kpipe predict sentiment-bilstm "@united thank you, great crew!" "delayed again..."
   kpipe predict saved_models/sentiment-bilstm/1 --file tweets.txt --json
+  kpipe serve sentiment-bilstm electricity-lstm --port 8501
   kpipe run names-char
   kpipe generate names-char --prefix Al --count 10 --temperature 0.8 --category italy
   kpipe run electricity-lstm
@@ -260,6 +261,31 @@ def cmd_forecast(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from kpipe import dependencies
+    from kpipe.export import resolve_versions
+
+    from kpipe.serving import listen
+
+    dependencies.require_serving()
+    if args.max_batch_size < 1 or args.batch_timeout_ms < 0 or args.max_request_mb <= 0 or args.poll_seconds <= 0:
+        raise KpipeError("--max-batch-size must be at least 1, --batch-timeout-ms at least 0, --max-request-mb and "
+                         "--poll-seconds above 0")
+    for model in args.models:  # every name checked, and the port taken, before TensorFlow loads
+        resolve_versions(model.rpartition("=")[2], args.export_dir)
+    sock = listen.bind(args.host, args.port)
+    _import_tensorflow_quietly()
+    from kpipe.serving import repository
+    from kpipe.serving.app import ServeOptions, serve
+
+    models = repository.ModelRepository([repository.parse_model_argument(m, args.export_dir) for m in args.models])
+    options = ServeOptions(batching=not args.no_batching, max_batch_size=args.max_batch_size,
+                           batch_timeout=args.batch_timeout_ms / 1000,
+                           max_request_bytes=int(args.max_request_mb * 2**20), poll_seconds=args.poll_seconds)
+    serve(models, sock, options=options)
+    return 0
+
+
 def cmd_generate(args) -> int:
     model_dir = _export_of(args, "generate", "kpipe generate")  # fails fast, before TensorFlow loads
     from kpipe.tasks.generate import generate_names
@@ -418,6 +444,38 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--json", action="store_true", help="one JSON object per line, with all probabilities")
     predict.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
     predict.set_defaults(func=cmd_predict)
+
+    serve = sub.add_parser(
+        "serve", help="serve exports over HTTP with TensorFlow Serving's REST API (micro-batched)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Serve exported models over HTTP, speaking TensorFlow Serving's REST API, so clients written "
+                    "for TF Serving work unchanged. Concurrent requests to one model are gathered into one call "
+                    "(micro-batching). A pipeline name or a folder of versions serves its latest version and "
+                    "switches to a newer one when `kpipe run` publishes it. Needs: pip install 'kpipe[serve]'.",
+        epilog="""examples:
+  kpipe serve sentiment-bilstm
+  curl -s localhost:8501/v1/models/sentiment-bilstm:predict -d '{"instances": ["great crew, thanks!"]}'
+  curl -s localhost:8501/v1/models/sentiment-bilstm:predict -d '{"inputs": {"text": ["late again"]}}'
+  curl -s localhost:8501/v1/models/sentiment-bilstm/metadata
+  kpipe serve bilstm=saved_models/sentiment-bilstm/1 bigrams=sentiment-bigrams --port 9000
+""")
+    serve.add_argument("models", nargs="+", metavar="MODEL",
+                       help="a pipeline name, a folder of versions or a version folder, optionally as NAME=MODEL "
+                            "(the name in the URL; default: the pipeline's)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
+                                                           "only; 0.0.0.0 for every interface)")
+    serve.add_argument("--port", type=int, default=8501, help="port (default 8501, TF Serving's REST port; 0: any "
+                                                              "free port, printed at start-up)")
+    serve.add_argument("--max-batch-size", type=int, default=256, help="rows per model call at most (default 256)")
+    serve.add_argument("--batch-timeout-ms", type=float, default=2.0,
+                       help="how long a request waits for others to share its call (default 2 ms)")
+    serve.add_argument("--no-batching", action="store_true", help="one model call per request")
+    serve.add_argument("--max-request-mb", type=float, default=16.0, help="larger request bodies get HTTP 413 "
+                                                                         "(default 16 MiB)")
+    serve.add_argument("--poll-seconds", type=float, default=2.0,
+                       help="how often folders of versions are checked for a new version (default 2 s)")
+    serve.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
+    serve.set_defaults(func=cmd_serve)
 
     forecast = sub.add_parser(
         "forecast", help="forecast the next horizon with an exported forecaster",

@@ -27,3 +27,10 @@ def require_tensorflow_text(what: str) -> None:
     if not installed("tensorflow_text"):
         raise MissingDependencyError(f"{what} needs the WordPiece ops of tensorflow-text, which is not installed; "
                                      f"{TENSORFLOW_TEXT_HINT}")
+
+
+def require_serving() -> None:
+    """Raise MissingDependencyError unless the `serve` extra (Starlette, uvicorn) is installed."""
+    missing = [name for name in ("starlette", "uvicorn") if not installed(name)]
+    if missing:
+        raise MissingDependencyError(f"kpipe serve needs {' and '.join(missing)}: pip install 'kpipe[serve]'")

@@ -1,0 +1,252 @@
+"""The ASGI application: TF Serving's REST API on Starlette, run by uvicorn.
+
+    POST /v1/models/NAME[/versions/V]:predict   {"instances": [...]} or {"inputs": ...}
+    GET  /v1/models/NAME[/versions/V]           the served version's status
+    GET  /v1/models/NAME[/versions/V]/metadata  its signatures (inputs, outputs, dtypes, shapes)
+    GET  /v1/models                             kpipe's addition: every served model, its version and task
+
+Errors are JSON, {"error": "..."}, as TF Serving sends them: 400 for a request that cannot be
+answered as sent, 404 for an unknown model, version or path, 413 for a body over the limit, 500
+for a failure inside the model. The server keeps serving after any of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import tensorflow as tf
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from tensorflow.core.framework import types_pb2
+
+from kpipe.serving import rest
+from kpipe.serving.batching import MicroBatcher
+from kpipe.serving.repository import LoadedVersion, ModelRepository, ServedModel
+
+log = logging.getLogger(__name__)
+
+# /v1/models/NAME, /v1/models/NAME/versions/V, each optionally followed by :predict or /metadata
+MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>[^/:]+))?"
+                        r"(?:(?P<verb>:[A-Za-z]+)|(?P<metadata>/metadata))?$")
+
+
+@dataclass
+class ServeOptions:
+    batching: bool = True
+    max_batch_size: int = 256         # rows per call
+    batch_timeout: float = 0.002      # seconds the first request of a batch waits for others
+    max_request_bytes: int = 16 << 20
+    poll_seconds: float = 2.0         # how often folders of versions are checked for a new version
+    threads: int = 4                  # calls running at once (requests that cannot share a call)
+
+
+class JSONResponse(Response):
+    media_type = "application/json"
+
+    def render(self, content) -> bytes:
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+class ModelServer:
+    """The state behind the routes: the repository, the batchers, the threads that run the models."""
+
+    def __init__(self, repository: ModelRepository, options: ServeOptions):
+        self.repository, self.options = repository, options
+        self.executor = ThreadPoolExecutor(max_workers=options.threads, thread_name_prefix="kpipe-serve")
+        self.batchers: dict[tuple[str, int, str], MicroBatcher] = {}
+        self.counts = {name: {"requests": 0, "model_calls": 0} for name in repository.models}
+        self.counts_lock = threading.Lock()  # model calls are counted from the worker threads
+
+    def find(self, name: str, version: str | None) -> tuple[ServedModel, LoadedVersion]:
+        model = self.repository.get(name)
+        if model is None:
+            served = ", ".join(sorted(self.repository.models))
+            raise HTTPException(404, f"no model named '{name}' is served here (served: {served})")
+        current = model.current
+        if version is not None and version != str(current.version):
+            raise HTTPException(404, f"version {version} of model '{name}' is not served (serving version "
+                                     f"{current.version}; omit /versions/... for the served one)")
+        return model, current
+
+    async def predict(self, name: str, version: str | None, body: bytes) -> JSONResponse:
+        model, current = self.find(name, version)
+        request = rest.parse_body(body)
+        signature_name = rest.signature_name(request)
+        signature = current.signatures.get(signature_name)
+        if signature is None:
+            raise rest.BadRequest(f"model '{name}' has no signature '{signature_name}'; it has: "
+                                  f"{', '.join(sorted(current.signatures))}")
+        inputs, rows = rest.request_inputs(request, signature)
+        loop = asyncio.get_running_loop()
+        try:
+            if self.options.batching and signature.gatherable:
+                outputs = await self.batcher(model.name, current, signature_name)(inputs)
+            else:
+                outputs = await loop.run_in_executor(self.executor, self.counted(model.name, signature), inputs)
+        except tf.errors.InvalidArgumentError as failure:
+            raise rest.BadRequest(f"the model rejected the input: {_first_line(failure.message)}") from None
+        self.counts[model.name]["requests"] += 1
+        return JSONResponse(rest.response(outputs, rows))
+
+    def batcher(self, name: str, current: LoadedVersion, signature_name: str) -> MicroBatcher:
+        key = (name, current.version, signature_name)
+        if key not in self.batchers:
+            for old in [k for k in self.batchers if k[0] == name and k[1] != current.version]:
+                del self.batchers[old]  # a newer version is served: the old one's queue is done with
+            self.batchers[key] = MicroBatcher(self.counted(name, current.signatures[signature_name]),
+                                              max_batch_size=self.options.max_batch_size,
+                                              timeout=self.options.batch_timeout, executor=self.executor)
+        return self.batchers[key]
+
+    def counted(self, name: str, signature):
+        """`signature`, counting its calls in the model's statistics (GET /v1/models)."""
+        def run(inputs):
+            with self.counts_lock:
+                self.counts[name]["model_calls"] += 1
+            return signature(inputs)
+        return run
+
+    def status(self, name: str, version: str | None) -> JSONResponse:
+        _, current = self.find(name, version)
+        return JSONResponse({"model_version_status": [{
+            "version": str(current.version), "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}]})
+
+    def metadata(self, name: str, version: str | None) -> JSONResponse:
+        _, current = self.find(name, version)
+        return JSONResponse({
+            "model_spec": {"name": name, "signature_name": "", "version": str(current.version)},
+            "metadata": {"signature_def": {"signature_def": {
+                key: _signature_def(signature) for key, signature in sorted(current.signatures.items())}}}})
+
+    def listing(self) -> JSONResponse:
+        return JSONResponse({"models": [
+            {"name": name, "version": model.current.version, "path": str(model.current.path),
+             "pipeline": model.current.manifest.get("pipeline"), "task": model.current.manifest.get("task"),
+             "follows_latest": model.follows_latest, "signatures": sorted(model.current.signatures),
+             **self.counts[name]}
+            for name, model in sorted(self.repository.models.items())]})
+
+    async def read_body(self, request: Request) -> bytes:
+        limit = self.options.max_request_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise HTTPException(413, f"the request body ({declared} bytes) is over the limit of {limit} bytes; "
+                                     "send fewer instances per request, or start the server with a larger "
+                                     "--max-request-mb")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise HTTPException(413, f"the request body is over the limit of {limit} bytes; send fewer "
+                                         "instances per request, or start the server with a larger --max-request-mb")
+        return bytes(body)
+
+    async def poll_versions(self) -> None:
+        """Forever: load newer versions of folders of versions (in a thread: loading takes seconds)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.options.poll_seconds)
+            try:
+                await loop.run_in_executor(None, self.repository.poll)
+            except Exception:  # never let the poller die: the served versions keep serving
+                log.exception("checking for new versions failed")
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
+def _tensor_info(info, prefix: str) -> dict:
+    return {"dtype": types_pb2.DataType.Name(info.dtype.as_datatype_enum),
+            "tensor_shape": {"dim": [{"size": str(-1 if d is None else d), "name": ""} for d in info.shape],
+                             "unknown_rank": False},
+            "name": f"{prefix}_{info.name}:0"}
+
+
+def _signature_def(signature) -> dict:
+    return {"inputs": {name: _tensor_info(info, signature.name) for name, info in signature.inputs.items()},
+            "outputs": {name: _tensor_info(info, "StatefulPartitionedCall") for name, info in
+                        signature.outputs.items()},
+            "method_name": "tensorflow/serving/predict"}
+
+
+def build_app(repository: ModelRepository, options: ServeOptions | None = None) -> Starlette:
+    """The Starlette application serving `repository` (already loaded) with `options`."""
+    server = ModelServer(repository, options or ServeOptions())
+
+    async def models(request: Request) -> Response:
+        match = MODEL_PATH.match(request.url.path)
+        if match is None:
+            return error(404, f"unknown path {request.url.path}; see GET /v1/models")
+        name, version, verb, metadata = match.group("name", "version", "verb", "metadata")
+        try:
+            if request.method == "POST":
+                if verb != ":predict":
+                    return error(404 if verb is None or verb in (":classify", ":regress") else 400,
+                                 f"POST {request.url.path}: only :predict is served (use /v1/models/{name}:predict)")
+                return await server.predict(name, version, await server.read_body(request))
+            if verb is not None:
+                return error(405, f"{verb} needs POST")
+            return server.metadata(name, version) if metadata else server.status(name, version)
+        except rest.BadRequest as bad:
+            return error(400, str(bad))
+        except HTTPException as failure:
+            return error(failure.status_code, failure.detail)
+        except Exception as failure:  # a bug or a model failure: answer, log, keep serving
+            log.exception("%s %s failed", request.method, request.url.path)
+            return error(500, f"{type(failure).__name__}: {_first_line(str(failure))}")
+
+    async def listing(request: Request) -> Response:
+        return server.listing()
+
+    async def not_found(request: Request, exc: HTTPException) -> Response:
+        return error(exc.status_code, f"{exc.detail}: {request.method} {request.url.path}; see GET /v1/models")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        poller = asyncio.get_running_loop().create_task(server.poll_versions())
+        try:
+            yield
+        finally:
+            poller.cancel()
+            server.executor.shutdown(wait=False, cancel_futures=True)
+
+    app = Starlette(routes=[Route("/v1/models", listing, methods=["GET"]),
+                            Route("/v1/models/{rest:path}", models, methods=["GET", "POST"])],
+                    exception_handlers={404: not_found, 405: not_found}, lifespan=lifespan)
+    app.state.server = server
+    return app
+
+
+def serve(repository: ModelRepository, sock, *, options: ServeOptions) -> None:
+    """Serve on the bound socket `sock` (see listen.bind) until interrupted."""
+    import uvicorn
+
+    bound_host, bound_port = sock.getsockname()[:2]
+    base = f"http://{bound_host}:{bound_port}"
+    for name, model in sorted(repository.models.items()):
+        current = model.current
+        task = current.manifest.get("task", "SavedModel")
+        follows = ", picks up newer versions" if model.follows_latest else ""
+        print(f"Serving {name} version {current.version} ({task}, {current.path}{follows}) at "
+              f"{base}/v1/models/{name}:predict", flush=True)
+    batching = (f"micro-batching up to {options.max_batch_size} rows, {options.batch_timeout * 1000:g} ms"
+                if options.batching else "no micro-batching")
+    print(f"Listening on {base} ({batching}); Ctrl+C to stop", flush=True)
+    config = uvicorn.Config(build_app(repository, options), log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,130 @@
+"""The served models: names, the export each serves, and newer versions picked up while serving.
+
+Each `kpipe serve` argument names one model: a pipeline name (its versions under the export
+folder), a folder of versions, or one version folder, optionally as `NAME=WHERE`. A folder of
+versions serves its latest version and switches to a newer one when `kpipe run` publishes it (a
+version folder appears in one rename, complete, so it is never read half-written); a version
+folder serves that version only. Requests name models, never paths: a name that is not in the
+repository is a 404, so no request reaches a file outside the served exports.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kpipe import export, manifest
+from kpipe.errors import KpipeError
+from kpipe.serving.signatures import Signature
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoadedVersion:
+    version: int
+    path: Path
+    signatures: dict[str, Signature]
+    manifest: dict
+    module: object = field(repr=False, default=None)  # the loaded SavedModel, kept alive with its variables
+
+
+@dataclass
+class ServedModel:
+    name: str
+    root: Path                 # the folder of versions, or the single version folder
+    follows_latest: bool       # a folder of versions: pick up newer versions
+    current: LoadedVersion | None = None
+    failed: Path | None = None  # a newer version that did not load: not retried until another appears
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def latest_on_disk(self) -> Path:
+        return self.root if not self.follows_latest else self.root / str(export.versions(self.root)[-1])
+
+    def refresh(self) -> LoadedVersion | None:
+        """Load the latest version if it is newer than the one served; the new one, or None if unchanged."""
+        with self._lock:
+            path = self.latest_on_disk()
+            if self.current is not None and path in (self.current.path, self.failed):
+                return None
+            try:
+                self.current = load_version(path)
+            except KpipeError:
+                self.failed = path
+                raise
+            return self.current
+
+
+def load_version(path: Path) -> LoadedVersion:
+    """Load one exported version and describe its signatures.
+
+    Raises:
+        KpipeError: it cannot be loaded (one line, with the cause).
+    """
+    try:
+        loaded = export.load_saved_model(path)
+    except KpipeError:
+        raise
+    except Exception as error:  # a corrupt or foreign SavedModel: say which and why, in one line
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise KpipeError(f"cannot load the SavedModel in {path}: {first_line}") from None
+    signatures = {name: Signature.of(name, function) for name, function in loaded.signatures.items()}
+    try:
+        info = manifest.read(path)
+    except manifest.WrongExportError:
+        info = {}  # any SavedModel can be served; kpipe's manifest only adds the pipeline name and task
+    version = int(path.name) if path.name.isdigit() else 1
+    return LoadedVersion(version, path, signatures, info, module=loaded)
+
+
+def parse_model_argument(argument: str, export_dir: str | Path) -> ServedModel:
+    """`NAME=WHERE` or `WHERE` (a pipeline name, a folder of versions or a version folder) → a ServedModel."""
+    name, _, where = argument.rpartition("=")
+    where = where.strip()
+    found = export.resolve_versions(where, export_dir)  # raises ModelNotFoundError with the fix
+    single = (Path(where) / "saved_model.pb").is_file() or (Path(export_dir) / where / "saved_model.pb").is_file()
+    root = found[0] if single else found[0].parent
+    if not name:
+        name = root.parent.name if single else root.name
+    if not name or "/" in name or ":" in name:
+        raise KpipeError(f"cannot serve '{argument}' under the name '{name}': name it with NAME=WHERE "
+                         "(letters, digits, '-', '_', '.')")
+    return ServedModel(name=name, root=root, follows_latest=not single)
+
+
+class ModelRepository:
+    """The served models by name, each loaded at start-up."""
+
+    def __init__(self, models: list[ServedModel]):
+        names = [model.name for model in models]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise KpipeError(f"two models would be served as '{duplicates[0]}': give one another name with "
+                             f"NAME=WHERE, e.g. {duplicates[0]}-2=saved_models/{duplicates[0]}/1")
+        self.models = {model.name: model for model in models}
+        for model in models:
+            model.refresh()
+
+    def get(self, name: str) -> ServedModel | None:
+        return self.models.get(name)
+
+    def poll(self) -> list[tuple[str, int]]:
+        """Load newer versions where they were published; (name, version) of each switch.
+
+        A version that fails to load is logged and skipped: the served one keeps serving.
+        """
+        switched = []
+        for model in self.models.values():
+            if not model.follows_latest:
+                continue
+            try:
+                new = model.refresh()
+            except KpipeError as error:
+                log.warning("%s: keeping version %d: %s", model.name, model.current.version, error)
+                continue
+            if new is not None:
+                log.info("%s: now serving version %d (%s)", model.name, new.version, new.path)
+                switched.append((model.name, new.version))
+        return switched

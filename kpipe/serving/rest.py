@@ -1,0 +1,182 @@
+"""TensorFlow Serving's REST formats (https://www.tensorflow.org/tfx/serving/api_rest), checked against a signature.
+
+Request, row format:      {"signature_name": "...", "instances": [row, row, ...]}
+    a row is the value of the only input, or {"input name": value, ...} when there are several.
+Request, columnar format: {"signature_name": "...", "inputs": value or {"input name": value, ...}}
+Response: {"predictions": [...]} to a row request (a row per instance: the value of the only output,
+or {"output name": value, ...}); {"outputs": value or {"output name": value, ...}} to a columnar one.
+Strings are JSON strings (or {"b64": "..."} for bytes); a string output that is not UTF-8 is
+returned as {"b64": "..."}, as TF Serving does.
+
+Every check happens before a request joins a batch, so one bad request cannot fail another.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+
+import numpy as np
+import tensorflow as tf
+
+from kpipe.serving.signatures import Signature, TensorInfo
+
+
+class BadRequest(Exception):
+    """The request cannot be answered as sent (HTTP 400); the message says what to change."""
+
+
+def parse_body(body: bytes) -> dict:
+    """The JSON object of a request body."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadRequest(f"the request body is not valid UTF-8 (byte {error.start}); send JSON encoded as UTF-8, "
+                         "with bytes as {\"b64\": \"...\"}") from None
+    try:
+        request = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BadRequest(f"the request body is not valid JSON: {error.msg} at line {error.lineno} column "
+                         f"{error.colno}") from None
+    if not isinstance(request, dict):
+        raise BadRequest('the request must be a JSON object such as {"instances": [...]} or {"inputs": ...}')
+    return request
+
+
+def signature_name(request: dict) -> str:
+    name = request.get("signature_name", "serving_default")
+    if not isinstance(name, str):
+        raise BadRequest("signature_name must be a string")
+    return name or "serving_default"
+
+
+def request_inputs(request: dict, signature: Signature) -> tuple[dict[str, np.ndarray], bool]:
+    """The signature's inputs as arrays, and whether the request was in the row format.
+
+    Raises:
+        BadRequest: both or neither format, a missing or unknown input, a wrong type or shape.
+    """
+    unknown = sorted(set(request) - {"signature_name", "instances", "inputs"})
+    if unknown:
+        raise BadRequest(f"unknown request field '{unknown[0]}': send \"instances\" (row format) or \"inputs\" "
+                         "(columnar format), and optionally \"signature_name\"")
+    if ("instances" in request) == ("inputs" in request):
+        raise BadRequest('send exactly one of "instances" (row format) or "inputs" (columnar format)')
+    names = list(signature.inputs)
+    if "instances" in request:
+        columns = _columns_of_rows(request["instances"], signature)
+    else:
+        value = request["inputs"]
+        named = isinstance(value, dict) and set(value) != {"b64"}
+        if not named and len(names) > 1:
+            raise BadRequest(f"this signature has several inputs ({', '.join(names)}): send \"inputs\" as an "
+                             "object with one value per input")
+        columns = value if named else {names[0]: value}
+    _check_names(columns, signature)
+    arrays = {name: to_array(columns[name], signature.inputs[name]) for name in names}
+    if signature.batched:
+        sizes = {len(array) for array in arrays.values()}
+        if len(sizes) > 1:
+            raise BadRequest("every input must have the same number of rows (the batch size); got " +
+                             ", ".join(f"{name}: {len(array)}" for name, array in arrays.items()))
+    return arrays, "instances" in request
+
+
+def _columns_of_rows(instances, signature: Signature) -> dict[str, list]:
+    if not signature.batched:
+        inputs = ", ".join(signature.inputs)
+        raise BadRequest(f"this signature takes single values ({inputs}), not rows: send them in the columnar "
+                         f"format, {{\"inputs\": {{{', '.join(f'{json.dumps(n)}: ...' for n in signature.inputs)}}}}}")
+    if not isinstance(instances, list) or not instances:
+        raise BadRequest('"instances" must be a non-empty list of rows')
+    names = list(signature.inputs)
+    if len(names) == 1 and not (isinstance(instances[0], dict) and set(instances[0]) == set(names)):
+        return {names[0]: instances}
+    if not all(isinstance(row, dict) for row in instances):
+        raise BadRequest(f"this signature has several inputs ({', '.join(names)}): each instance must be an object "
+                         "with one value per input")
+    for row in instances:
+        _check_names(row, signature)
+    return {name: [row[name] for row in instances] for name in names}
+
+
+def _check_names(columns: dict, signature: Signature) -> None:
+    expected = ", ".join(info.describe() for info in signature.inputs.values())
+    unknown = sorted(set(columns) - set(signature.inputs))
+    if unknown:
+        raise BadRequest(f"unknown input '{unknown[0]}'; this signature takes {expected}")
+    missing = [name for name in signature.inputs if name not in columns]
+    if missing:
+        raise BadRequest(f"missing input '{missing[0]}'; this signature takes {expected}")
+
+
+def to_array(value, info: TensorInfo) -> np.ndarray:
+    """A JSON value as an array of the input's dtype and shape; BadRequest naming the input if it is neither."""
+    if info.dtype == tf.string:
+        array = np.array(_decode_strings(value, info), dtype=object)
+        if array.dtype != object or any(not isinstance(x, bytes) for x in array.reshape(-1)):
+            raise BadRequest(f"input '{info.name}' must hold strings: {_rows_hint(info)}")
+    else:
+        try:
+            array = np.asarray(value)
+        except ValueError:
+            raise BadRequest(f"input '{info.name}' has rows of different lengths: {_rows_hint(info)}") from None
+        allowed = "iuf" if info.dtype.is_floating else "iu" if info.dtype.is_integer else "b" if info.dtype.is_bool else ""
+        if array.dtype.kind not in allowed or array.dtype == object:
+            kind = ("numbers" if info.dtype.is_floating else "integers" if info.dtype.is_integer else
+                    "true/false" if info.dtype.is_bool else info.dtype.name)
+            raise BadRequest(f"input '{info.name}' must hold {kind}: {_rows_hint(info)}")
+        if info.dtype.is_integer and array.dtype.kind == "f":
+            raise BadRequest(f"input '{info.name}' must hold integers: {_rows_hint(info)}")
+        array = array.astype(info.dtype.as_numpy_dtype)
+    if array.ndim != info.rank or any(d is not None and d != n for d, n in zip(info.shape, array.shape)):
+        raise BadRequest(f"input '{info.name}' has shape {list(array.shape)}; this signature takes {_rows_hint(info)}")
+    return array
+
+
+def _decode_strings(value, info: TensorInfo):
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, dict) and set(value) == {"b64"}:
+        try:
+            return base64.b64decode(value["b64"], validate=True)
+        except (binascii.Error, TypeError):
+            raise BadRequest(f"input '{info.name}': a {{\"b64\": ...}} value is not valid base64") from None
+    if isinstance(value, list):
+        return [_decode_strings(item, info) for item in value]
+    return value  # anything else: rejected by the caller's type check
+
+
+def _rows_hint(info: TensorInfo) -> str:
+    return info.describe() + (" (None: any size; the first axis is the rows)" if info.rank and info.shape[0] is None
+                              else "")
+
+
+def to_json(array: np.ndarray):
+    """An output array as JSON values: numbers, and strings (UTF-8, else {"b64": ...})."""
+    if array.dtype == object or array.dtype.kind == "S":
+        return _strings(array.tolist())
+    return array.tolist()
+
+
+def _strings(value):
+    if isinstance(value, list):
+        return [_strings(item) for item in value]
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"b64": base64.b64encode(value).decode("ascii")}
+    return value
+
+
+def response(outputs: dict[str, np.ndarray], rows: bool) -> dict:
+    """The response body: {"predictions": [...]} to a row request, {"outputs": ...} to a columnar one."""
+    values = {name: to_json(array) for name, array in outputs.items()}
+    if not rows:
+        return {"outputs": next(iter(values.values())) if len(values) == 1 else values}
+    if len(values) == 1:
+        return {"predictions": next(iter(values.values()))}
+    count = len(next(iter(values.values())))
+    return {"predictions": [{name: value[i] for name, value in values.items()} for i in range(count)]}
