@@ -179,6 +179,35 @@ def _input_texts(args, verb: str) -> list[str]:
     return texts
 
 
+def _texts_and_output(args, verb: str):
+    """(TextTable of the texts to answer, --output path or None), checked before any model loads.
+
+    A --file named like a table (.csv, .tsv, .parquet, .jsonl) is read by --column; any other file,
+    the arguments or standard input give one text per line.
+    """
+    from kpipe import batch_predict
+
+    output = batch_predict.check_output(args.output, args.file) if args.output else None
+    if args.file and batch_predict.is_table_file(args.file):
+        if not Path(args.file).is_file():
+            raise KpipeError(f"--file not found: {args.file}")
+        if getattr(args, "texts", None):
+            raise KpipeError(f"give texts as arguments or in --file {args.file}, not both")
+        return batch_predict.read_texts(args.file, args.column), output
+    if args.column:
+        raise KpipeError(f"--column needs a table file (.csv, .tsv, .parquet, .jsonl); {args.file or 'the input'} "
+                         "is read as one text per line")
+    return batch_predict.read_texts(None, None, lines=_input_texts(args, verb)), output
+
+
+def _write_answers(args, task: str, model_dir: Path, table, output: Path) -> int:
+    from kpipe import batch_predict
+
+    rows = batch_predict.predict_file(task, model_dir, table, output, progress=sys.stderr.isatty() and not args.quiet)
+    print(f"Wrote {rows} row{'s' if rows != 1 else ''} to {output}")
+    return 0
+
+
 def _export_of(args, task: str, command: str, signature: str = "") -> Path:
     """The export folder the command was given, checked against its manifest before TensorFlow loads."""
     from kpipe import manifest
@@ -191,8 +220,11 @@ def _export_of(args, task: str, command: str, signature: str = "") -> Path:
 
 
 def cmd_translate(args) -> int:
+    table, output = _texts_and_output(args, "translate")
     model_dir = _export_of(args, "translate", "kpipe translate")  # fails fast, before TensorFlow loads
-    texts = _input_texts(args, "translate")
+    if output:
+        return _write_answers(args, "translate", model_dir, table, output)
+    texts = table.texts
     from kpipe.tasks.translate import translate_texts
 
     for text, output in zip(texts, translate_texts(model_dir, texts)):
@@ -201,8 +233,11 @@ def cmd_translate(args) -> int:
 
 
 def cmd_embed(args) -> int:
+    table, output = _texts_and_output(args, "embed")
     model_dir = _export_of(args, "classify", "kpipe embed", signature="embed")  # fails fast, before TensorFlow loads
-    texts = _input_texts(args, "embed")
+    if output:
+        return _write_answers(args, "embed", model_dir, table, output)
+    texts = table.texts
     from kpipe.sentence_embeddings import embed_texts
 
     for text, vector in zip(texts, embed_texts(model_dir, texts)):
@@ -223,8 +258,11 @@ def cmd_similar(args) -> int:
 
 
 def cmd_predict(args) -> int:
+    table, output = _texts_and_output(args, "predict")
     model_dir = _export_of(args, "classify", "kpipe predict")  # fails fast, before TensorFlow loads
-    texts = _input_texts(args, "predict")
+    if output:
+        return _write_answers(args, "classify", model_dir, table, output)
+    texts = table.texts
 
     from kpipe.tasks.classify import predict_texts
 
@@ -412,6 +450,11 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(func=cmd_info)
 
+    def add_table_args(p, answers: str):
+        p.add_argument("--column", help="the column of texts in a table --file (default: 'text', or its only column)")
+        p.add_argument("--output", metavar="FILE", help=f"write the input's rows with {answers} to FILE (.csv, .tsv, "
+                                                        ".parquet or .jsonl), in batches, with a progress bar")
+
     def add_config_args(p):
         p.add_argument("pipeline", help="pipeline name (see `kpipe list`) or path to a .toml config")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -436,11 +479,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     predict = sub.add_parser("predict", help="classify texts with an exported model",
-                             description="Print label, probability and text for each input (tab-separated).")
+                             formatter_class=argparse.RawDescriptionHelpFormatter,
+                             description="Print label, probability and text for each input (tab-separated), or "
+                                         "write a table of predictions with --output.",
+                             epilog="""examples:
+  kpipe predict sentiment-bilstm "great crew, thanks!" "late again"
+  kpipe predict sentiment-bilstm --file tweets.txt --json
+  kpipe predict sentiment-bilstm --file tweets.csv --column text --output predictions.csv
+  kpipe predict imdb-bigrams --file reviews.parquet --column review --output predictions.parquet
+""")
     predict.add_argument("model", help="an export folder (saved_models/NAME/VERSION), a folder of versions, "
                                        "or a pipeline name (its latest export)")
     predict.add_argument("texts", nargs="*", help="texts to classify (else --file, else standard input)")
-    predict.add_argument("--file", help="a UTF-8 file with one text per line")
+    predict.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl; read by --column) or a UTF-8 text "
+                                        "file with one text per line")
+    add_table_args(predict, "the predicted label, its probability and every class's probability")
     predict.add_argument("--json", action="store_true", help="one JSON object per line, with all probabilities")
     predict.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
     predict.set_defaults(func=cmd_predict)
@@ -505,10 +558,13 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
     generate.set_defaults(func=cmd_generate)
 
-    def add_model_and_texts(p, func):
+    def add_model_and_texts(p, func, answers=""):
         p.add_argument("model", help="an export folder, a folder of versions, or a pipeline name")
         p.add_argument("texts", nargs="*", help="texts (or --file, or lines on standard input)")
-        p.add_argument("--file", help="a UTF-8 text file, one text per line")
+        p.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl; read by --column) or a UTF-8 text "
+                                      "file with one text per line")
+        if answers:
+            add_table_args(p, answers)
         p.add_argument("--json", action="store_true", help="print one JSON object per line")
         p.add_argument("--export-dir", default="saved_models", help="where pipeline names are looked up")
         p.set_defaults(func=func)
@@ -518,11 +574,11 @@ def build_parser() -> argparse.ArgumentParser:
                                description="Print each input and its decoded output, tab-separated. Unseen "
                                            "characters map to the unknown token, an empty input gives an empty "
                                            "output, inputs over the model's max_source_length are cut.")
-    add_model_and_texts(translate, cmd_translate)
+    add_model_and_texts(translate, cmd_translate, answers="the decoded output")
 
     embed = sub.add_parser("embed", help="sentence embeddings from an exported transformer classifier",
                            description="Print each text and its embedding (masked mean of the encoder outputs).")
-    add_model_and_texts(embed, cmd_embed)
+    add_model_and_texts(embed, cmd_embed, answers="the embedding")
 
     similar = sub.add_parser("similar", help="rank sentences by cosine similarity to a query",
                              description="Embed the query and every sentence with an exported transformer "

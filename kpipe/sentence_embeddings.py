@@ -7,6 +7,7 @@ mean of the encoder outputs (padding excluded); an empty string embeds as zeros,
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -15,8 +16,8 @@ from kpipe.errors import KpipeError
 
 
 def embed_texts(model: str | Path, texts: list[str], *, export_dir: str | Path = "saved_models",
-                batch_size: int = 256) -> np.ndarray:
-    """(len(texts), hidden_dim) float32 embeddings of raw strings.
+                batch_size: int = 256, on_batch: Callable[[int], object] | None = None) -> np.ndarray:
+    """(len(texts), hidden_dim) float32 embeddings of raw strings; `on_batch(n)` after each batch of n.
 
     Raises:
         KpipeError: the export has no `embed` signature (only transformer classifiers have one).
@@ -27,8 +28,11 @@ def embed_texts(model: str | Path, texts: list[str], *, export_dir: str | Path =
     # Sentence embeddings come from transformer classifiers (e.g. `kpipe run sentiment-transformer`).
     manifest.require(path, "classify", "kpipe embed", signature="embed")
     loaded = export.load_saved_model(path)
-    parts = [loaded.embed(tf.constant(texts[i:i + batch_size]))["embedding"].numpy()
-             for i in range(0, len(texts), batch_size)]
+    parts = []
+    for start in range(0, len(texts), batch_size):
+        parts.append(loaded.embed(tf.constant(texts[start:start + batch_size]))["embedding"].numpy())
+        if on_batch:
+            on_batch(len(parts[-1]))
     return np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
 
 

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli import main
+from tests.serving import served
 
 pytestmark = pytest.mark.slow
 
@@ -111,3 +112,25 @@ def test_cli_forecast_mistakes_are_one_line_exit_2(exported, capsys, monkeypatch
     assert main(["forecast", "electricity-lstm", "--input", "bad.csv"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("kpipe: error: ") and message in err[0], err
+
+
+def test_served_over_tf_serving_rest_with_its_intervals(exported):
+    from pmdarima.datasets import load_taylor
+
+    folder, export = exported
+    series = load_taylor().astype("float32")
+    windows = np.stack([series[-96:], series[-192:-96]]).reshape(2, 96, 1)
+    loaded = tf.saved_model.load(str(export))  # kept: its variables die with it
+    expected = loaded.serve(window=tf.constant(windows))
+    with served("electricity-lstm", cwd=folder) as server:
+        status, body = server.post("/v1/models/electricity-lstm:predict", {"instances": windows.tolist()})
+        assert status == 200, body
+        for name in ("forecast", "lower_80", "upper_80", "lower_95", "upper_95"):
+            np.testing.assert_allclose([row[name] for row in body["predictions"]], expected[name].numpy(), rtol=1e-5)
+        status, body = server.post("/v1/models/electricity-lstm:predict", {"instances": [series[-50:].tolist()]})
+        assert status == 400 and "input 'window' has shape [1, 50]; this signature takes window: float32[None, 96, 1]" \
+            in body["error"], body
+        gap = windows[:1].copy()
+        gap[0, 5, 0] = np.nan
+        status, body = server.post("/v1/models/electricity-lstm:predict", json.dumps({"instances": gap.tolist()}))
+        assert status == 400 and "input 'window' holds NaN or infinity" in body["error"], body

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli import main
+from tests.serving import served
 
 pytestmark = pytest.mark.slow
 
@@ -73,3 +74,20 @@ def test_cli_generate_mistakes_are_one_line_exit_2(exported, capsys, monkeypatch
     assert main(["generate", "names-char", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("kpipe: error: ") and message in err[0], err
+
+
+def test_served_over_tf_serving_rest_in_the_columnar_format(exported):
+    folder, export = exported
+    inputs = {"prefix": "Ma", "count": 5, "temperature": 0.8, "category": "italy", "top_k": 0, "seed": 1}
+    loaded = tf.saved_model.load(str(export))
+    expected = [n.decode() for n in loaded.generate(**{k: tf.constant(v) for k, v in inputs.items()})["names"].numpy()]
+    with served("names-char", cwd=folder) as server:
+        status, body = server.post("/v1/models/names-char:predict", {"inputs": inputs})
+        assert status == 200 and body["outputs"] == expected, body  # one output: its value, as TF Serving sends
+        status, body = server.post("/v1/models/names-char:predict", {"instances": [inputs]})
+        assert status == 400 and 'send them in the columnar format, {"inputs": {"category": ...' in body["error"]
+        status, body = server.post("/v1/models/names-char:predict", {"inputs": {**inputs, "count": 2.5}})
+        assert status == 400 and "input 'count' must hold integers" in body["error"]
+        status, body = server.post("/v1/models/names-char:predict", {"inputs": {**inputs, "count": 0}})
+        assert status == 400 and body["error"].startswith("the model rejected the input: assertion failed: "
+                                                          "[count must be > 0"), body

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from kpipe.cli import main
 from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary
+from tests.serving import served
 
 pytestmark = pytest.mark.slow
 
@@ -132,3 +133,36 @@ def test_the_keras_model_of_an_export_loads_in_a_fresh_process(exported):
     run = subprocess.run([sys.executable, "-c", code, str(export)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split()[-3:] == ["transformer_classifier", "(1,", "3)"]
+
+
+def test_served_over_tf_serving_rest_both_signatures(exported):
+    folder, export = exported
+    texts = ["great crew, thanks!", "lost my bag"]
+    loaded = tf.saved_model.load(str(export))
+    with served("sentiment-transformer", cwd=folder) as server:
+        status, body = server.post("/v1/models/sentiment-transformer:predict",
+                                   {"signature_name": "embed", "instances": texts})
+        assert status == 200, body
+        np.testing.assert_allclose(body["predictions"], loaded.embed(tf.constant(texts))["embedding"].numpy(),
+                                   atol=1e-5)
+        status, body = server.post("/v1/models/sentiment-transformer:predict", {"instances": texts})
+        assert status == 200
+        np.testing.assert_allclose([row["probabilities"] for row in body["predictions"]],
+                                   loaded.serve(tf.constant(texts))["probabilities"].numpy(), atol=1e-5)
+
+
+def test_cli_embed_a_table_to_a_file(exported, monkeypatch, capsys):
+    import pandas as pd
+
+    folder, export = exported
+    monkeypatch.chdir(folder)
+    texts = ["great crew, thanks!", "lost my bag"]
+    pd.DataFrame({"text": texts}).to_parquet("tweets.parquet")
+    assert main(["embed", "sentiment-transformer", "--file", "tweets.parquet", "--output", "vectors.parquet"]) == 0
+    result = pd.read_parquet(folder / "vectors.parquet")
+    loaded = tf.saved_model.load(str(export))
+    np.testing.assert_allclose(np.stack(result["embedding"]), loaded.embed(tf.constant(texts))["embedding"].numpy(),
+                               atol=1e-5)
+    assert main(["embed", "sentiment-transformer", "--file", "tweets.parquet", "--output", "vectors.csv"]) == 0
+    cells = pd.read_csv(folder / "vectors.csv")["embedding"]
+    assert [len(cell.split()) for cell in cells] == [64, 64]  # a vector per CSV cell, space-separated

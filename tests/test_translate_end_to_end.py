@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli import main
+from tests.serving import served
 
 pytestmark = pytest.mark.slow
 
@@ -83,3 +84,29 @@ def test_g2p_attention_runs_on_a_slice_of_cmudict(tmp_path):
     assert "phoneme error rate" in run.stderr and "Test word error rate" in run.stdout
     metrics = json.loads((tmp_path / "saved_models" / "g2p-attention" / "1" / "metrics.json").read_text())
     assert metrics["data"]["source"] == "embedded:cmudict" and 0 <= metrics["token_error_rate"]
+
+
+def test_served_over_tf_serving_rest_each_request_alone(exported):
+    folder, export = exported
+    words = ["abc", "hgfe", ""]
+    loaded = tf.saved_model.load(str(export))  # kept: its variables die with it
+    result = loaded.translate(tf.constant(words))
+    with served("g2p-attention", cwd=folder) as server:
+        status, body = server.post("/v1/models/g2p-attention:predict", {"instances": words})
+        assert status == 200, body
+        assert [row["output"] for row in body["predictions"]] == [o.decode() for o in result["output"].numpy()]
+        np.testing.assert_allclose([row["attention"] for row in body["predictions"]], result["attention"].numpy(),
+                                   atol=1e-5)
+
+
+def test_cli_translate_a_table_to_a_file(exported, monkeypatch, capsys):
+    folder, export = exported
+    monkeypatch.chdir(folder)
+    pd.DataFrame({"word": ["abc", "hgfe"], "n": [1, 2]}).to_csv("words.csv", index=False)
+    assert main(["translate", "g2p-attention", "--file", "words.csv", "--column", "word", "--output",
+                 "spoken.tsv"]) == 0
+    result = pd.read_csv(folder / "spoken.tsv", sep="\t")
+    assert list(result.columns) == ["word", "n", "output"]
+    from kpipe.tasks.translate import translate_texts
+
+    assert list(result["output"]) == translate_texts(export, ["abc", "hgfe"])

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from kpipe.cli import main
 from kpipe.embeddings import load_word_vectors
+from tests.serving import served
 
 pytestmark = pytest.mark.slow
 
@@ -91,3 +92,13 @@ def test_cbow_option_trains_and_exports(tmp_path):
     vectors = load_word_vectors(str(export / "vectors.txt"))
     assert 'family = "cbow"' in (export / "config.toml").read_text()
     assert vectors.dim == 8 and len(vectors) == len((export / "metadata.tsv").read_text().splitlines()) - 1
+
+
+def test_served_over_tf_serving_rest(exported):
+    folder, export = exported
+    loaded = tf.saved_model.load(str(export))  # kept: its variables die with it
+    expected = loaded.embed(words=tf.constant(["god", "no-such-word"]))["vectors"].numpy()
+    with served("word2vec-bible", cwd=folder) as server:
+        status, body = server.post("/v1/models/word2vec-bible:predict", {"inputs": ["god", "no-such-word"]})
+        assert status == 200, body
+        np.testing.assert_allclose(body["outputs"], expected, rtol=1e-6)

@@ -10,7 +10,7 @@ from kpipe.errors import DataError
 if TYPE_CHECKING:
     import pandas as pd  # imported where used: it takes half a second, and parsing a config needs none
 
-TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".jsonl")
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zip", ".xz", ".zst")
 
 
@@ -25,10 +25,21 @@ def _table_kind(path: Path) -> str:
     return kind
 
 
-def _describe_decode_error(path: Path, error: UnicodeDecodeError, encoding: str) -> DataError:
-    return DataError(
-        f"{path} is not valid {encoding}: byte 0x{error.object[error.start]:02x} at offset {error.start} "
-        f"cannot be decoded; re-save the file as UTF-8, or set data.encoding (e.g. --set data.encoding=latin-1)")
+def is_table(path: Path) -> bool:
+    """Whether the name ends in a table format kpipe reads (optionally compressed)."""
+    try:
+        _table_kind(path)
+        return True
+    except DataError:
+        return False
+
+
+ENCODING_FIX = "re-save the file as UTF-8, or set data.encoding (e.g. --set data.encoding=latin-1)"
+
+
+def _describe_decode_error(path: Path, error: UnicodeDecodeError, encoding: str, fix: str) -> DataError:
+    return DataError(f"{path} is not valid {encoding}: byte 0x{error.object[error.start]:02x} at offset "
+                     f"{error.start} cannot be decoded; {fix}")
 
 
 def read_text(path: str | Path, *, encoding: str = "utf-8") -> str:
@@ -53,14 +64,16 @@ def read_text(path: str | Path, *, encoding: str = "utf-8") -> str:
             from None
 
 
-def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: bool = False) -> pd.DataFrame:
-    """Read a CSV, TSV or Parquet file (compression inferred from the name).
+def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: bool = False,
+               encoding_fix: str = ENCODING_FIX) -> pd.DataFrame:
+    """Read a CSV, TSV, Parquet or JSON lines file (compression inferred from the name).
 
     Args:
         path: the file.
         encoding: text encoding of CSV/TSV files. Decoding is strict: bad bytes are an error.
         missing_as_nan: read empty cells and "NA"/"NaN"-like strings as NaN (numbers); by default
             they stay text (an empty review is text, not a missing number).
+        encoding_fix: what the error for undecodable bytes tells the user to do.
 
     Raises:
         DataError: the file is missing, of an unknown format, unreadable, or not in `encoding`.
@@ -74,10 +87,12 @@ def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: boo
     try:
         if kind in (".parquet", ".pq"):
             return pd.read_parquet(path)
+        if kind == ".jsonl":  # one JSON object per line; values kept as written (dtype=False)
+            return pd.read_json(path, lines=True, encoding=encoding, encoding_errors="strict", dtype=False)
         return pd.read_csv(path, sep="\t" if kind == ".tsv" else ",", encoding=encoding,
                            encoding_errors="strict", keep_default_na=missing_as_nan)
     except UnicodeDecodeError as error:
-        raise _describe_decode_error(path, error, encoding) from None
+        raise _describe_decode_error(path, error, encoding, encoding_fix) from None
     except (ValueError, OSError, pd.errors.ParserError) as error:
         raise DataError(f"cannot read {path}: {error}") from None
 
@@ -123,7 +138,7 @@ def read_class_folders(path: str | Path, *, encoding: str = "utf-8", limit: int 
         try:
             rows.append((file.read_bytes().decode(encoding), label))
         except UnicodeDecodeError as error:
-            raise _describe_decode_error(file, error, encoding) from None
+            raise _describe_decode_error(file, error, encoding, ENCODING_FIX) from None
     frame = pd.DataFrame(rows, columns=["text", "label"])
     if split:
         frame["split"] = split

@@ -98,7 +98,7 @@ class ModelServer:
             else:
                 outputs = await loop.run_in_executor(self.executor, self.counted(model.name, signature), inputs)
         except tf.errors.InvalidArgumentError as failure:
-            raise rest.BadRequest(f"the model rejected the input: {_first_line(failure.message)}") from None
+            raise rest.BadRequest(f"the model rejected the input: {_graph_error(failure.message)}") from None
         self.counts[model.name]["requests"] += 1
         return JSONResponse(rest.response(outputs, rows))
 
@@ -122,8 +122,8 @@ class ModelServer:
 
     def status(self, name: str, version: str | None) -> JSONResponse:
         _, current = self.find(name, version)
-        return JSONResponse({"model_version_status": [{
-            "version": str(current.version), "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}]})
+        return JSONResponse({"model_version_status": [{"version": str(current.version), "state": "AVAILABLE",
+                                                       "status": {"error_code": "OK", "error_message": ""}}]})
 
     def metadata(self, name: str, version: str | None) -> JSONResponse:
         _, current = self.find(name, version)
@@ -168,6 +168,13 @@ class ModelServer:
 
 def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
+
+
+def _graph_error(message: str) -> str:
+    """The line of a TensorFlow graph error that says what went wrong (its first lines say where)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.startswith(("\t", " ")) and
+             not line.startswith(("Graph execution error", "Detected at node", "<stack traces"))]
+    return lines[-1] if lines else _first_line(message)
 
 
 def _tensor_info(info, prefix: str) -> dict:

@@ -122,7 +122,8 @@ def to_array(value, info: TensorInfo) -> np.ndarray:
             array = np.asarray(value)
         except ValueError:
             raise BadRequest(f"input '{info.name}' has rows of different lengths: {_rows_hint(info)}") from None
-        allowed = "iuf" if info.dtype.is_floating else "iu" if info.dtype.is_integer else "b" if info.dtype.is_bool else ""
+        dtype = info.dtype
+        allowed = "iuf" if dtype.is_floating else "iu" if dtype.is_integer else "b" if dtype.is_bool else ""
         if array.dtype.kind not in allowed or array.dtype == object:
             kind = ("numbers" if info.dtype.is_floating else "integers" if info.dtype.is_integer else
                     "true/false" if info.dtype.is_bool else info.dtype.name)
@@ -130,6 +131,8 @@ def to_array(value, info: TensorInfo) -> np.ndarray:
         if info.dtype.is_integer and array.dtype.kind == "f":
             raise BadRequest(f"input '{info.name}' must hold integers: {_rows_hint(info)}")
         array = array.astype(info.dtype.as_numpy_dtype)
+        if info.dtype.is_floating and not np.isfinite(array).all():
+            raise BadRequest(f"input '{info.name}' holds NaN or infinity; send finite numbers (fill gaps first)")
     if array.ndim != info.rank or any(d is not None and d != n for d, n in zip(info.shape, array.shape)):
         raise BadRequest(f"input '{info.name}' has shape {list(array.shape)}; this signature takes {_rows_hint(info)}")
     return array

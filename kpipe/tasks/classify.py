@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import keras
 import numpy as np
@@ -215,7 +215,7 @@ def load_classifier(model: str | Path, export_dir: str | Path = "saved_models"):
 
 
 def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Path = "saved_models",
-                  batch_size: int = 256) -> list[Prediction]:
+                  batch_size: int = 256, on_batch: Callable[[int], object] | None = None) -> list[Prediction]:
     """Classify raw strings with an exported model.
 
     Args:
@@ -223,6 +223,7 @@ def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Pat
         texts: the raw strings.
         export_dir: where pipeline names are looked up.
         batch_size: strings per call to the model.
+        on_batch: called with the batch's size after each batch (e.g. a progress bar's `update`).
 
     Example:
         >>> predict_texts("sentiment-bilstm", ["@united thanks, great flight!"])[0].label
@@ -237,4 +238,6 @@ def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Pat
         for text, label, row in zip(batch, labels, out["probabilities"].numpy()):
             results.append(Prediction(text, label, float(row.max()),
                                       {name: float(p) for name, p in zip(label_names, row)}))
+        if on_batch:
+            on_batch(len(batch))
     return results

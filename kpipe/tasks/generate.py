@@ -121,8 +121,10 @@ class NameGeneratorServing(tf.Module):
             tf.TensorSpec([], tf.int32, name="top_k"), tf.TensorSpec([], tf.int32, name="seed")])
 
     def _generate(self, prefix, count, temperature, category, top_k, seed):
-        tf.debugging.assert_positive(count, message="count must be > 0")
-        tf.debugging.assert_positive(temperature, message="temperature must be > 0")
+        checks = [tf.debugging.assert_positive(count, message="count must be > 0"),
+                  tf.debugging.assert_positive(temperature, message="temperature must be > 0")]
+        with tf.control_dependencies(checks):  # before anything that would fail on them with a cryptic error
+            count = tf.identity(count)
         matches = tf.where(tf.equal(self.categories, category))[:, 0]
         known = tf.size(matches) > 0
         no_category = tf.equal(tf.size(self.categories), 1) & tf.equal(self.categories[0], "")

@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
+from typing import Callable
 
 import keras
 import tensorflow as tf
@@ -22,10 +23,17 @@ from kpipe.datasets.pairs import PairSplits, load_pairs
 from kpipe.models.seq2seq import Seq2SeqConfig, Seq2SeqParts, build_seq2seq
 from kpipe.models.seq2seq_decoding import decode
 from kpipe.pipeline_config import PipelineConfig, RunResult
-from kpipe.preprocessing.token_pairs import (PairPreprocessingConfig, TokenTable, fit_tokens, lengths,
-                                             make_pair_dataset, pad_batch, source_ids)
-from kpipe.sequence_metrics import corpus_bleu, error_rates
+from kpipe.preprocessing.token_pairs import (
+    PairPreprocessingConfig,
+    TokenTable,
+    fit_tokens,
+    lengths,
+    make_pair_dataset,
+    pad_batch,
+    source_ids,
+)
 from kpipe.runs import Run
+from kpipe.sequence_metrics import corpus_bleu, error_rates
 
 log = logging.getLogger(__name__)
 
@@ -154,8 +162,9 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
 
 # === Translating with an export ===
 
-def translate_texts(model: str | Path, texts: list[str], *, export_dir: str | Path = "saved_models") -> list[str]:
-    """Decode `texts` with an exported sequence-to-sequence model.
+def translate_texts(model: str | Path, texts: list[str], *, export_dir: str | Path = "saved_models",
+                    on_batch: Callable[[int], object] | None = None) -> list[str]:
+    """Decode `texts` with an exported sequence-to-sequence model; `on_batch(n)` after each batch of n.
 
     Raises:
         KpipeError: the export is not a sequence-to-sequence model.
@@ -167,4 +176,6 @@ def translate_texts(model: str | Path, texts: list[str], *, export_dir: str | Pa
     for start in range(0, len(texts), 256):
         result = loaded.translate(tf.constant(texts[start:start + 256]))
         outputs += [o.decode("utf-8") for o in result["output"].numpy()]
+        if on_batch:
+            on_batch(len(result["output"]))
     return outputs

@@ -1,0 +1,135 @@
+"""Batch prediction from files: a column of texts in a table in, the same table with the answers out.
+
+    kpipe predict sentiment-bilstm --file tweets.csv --column text --output predictions.parquet
+
+Inputs: CSV, TSV, Parquet or JSON lines (compressed or not), or a plain text file (one text per
+line). Outputs: CSV, TSV, Parquet or JSON lines, by the name's ending; the input's columns first,
+then the answers. The output is written to a temporary file beside it and renamed into place, so
+an interrupted run leaves no half-written file. Everything the user can get wrong (a missing
+column, bytes that are not UTF-8, an output format kpipe cannot write) is checked before the
+model loads.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kpipe.datasets.files import is_table, read_table
+from kpipe.errors import KpipeError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+OUTPUT_SUFFIXES = (".csv", ".tsv", ".parquet", ".jsonl")
+
+
+@dataclass
+class TextTable:
+    frame: pd.DataFrame   # every input column, kept in the output
+    column: str           # the column of texts
+
+    @property
+    def texts(self) -> list[str]:
+        return [("" if value is None or value != value else str(value)) for value in self.frame[self.column]]
+
+
+def read_texts(path: str | Path, column: str | None, lines: list[str] | None = None) -> TextTable:
+    """The texts to answer: a table's `column` (or its only column, or `text`), or the lines given.
+
+    Raises:
+        KpipeError: unreadable file, or no such column (naming the ones there are).
+    """
+    import pandas as pd
+
+    if lines is not None:
+        return TextTable(pd.DataFrame({column or "text": lines}), column or "text")
+    frame = read_table(path, encoding_fix="re-save it as UTF-8")
+    if column is None:
+        column = "text" if "text" in frame.columns else frame.columns[0] if len(frame.columns) == 1 else None
+        if column is None:
+            raise KpipeError(f"{path} has several columns ({', '.join(map(str, frame.columns))}) and none is "
+                             "named 'text': pass --column NAME")
+    if column not in frame.columns:
+        raise KpipeError(f"{path} has no column '{column}' (its columns: {', '.join(map(str, frame.columns))}); "
+                         "pass --column NAME")
+    return TextTable(frame, column)
+
+
+def check_output(output: str | Path, inputs: str | Path | None) -> Path:
+    """The output path, checked before any work: a format kpipe writes, not the input file, a folder that exists."""
+    output = Path(output)
+    if output.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise KpipeError(f"cannot tell which format to write to {output}: name it with one of "
+                         f"{', '.join(OUTPUT_SUFFIXES)}")
+    if inputs is not None and output.resolve() == Path(inputs).resolve():
+        raise KpipeError(f"--output {output} is the input file: write the predictions to another file")
+    if not output.parent.is_dir():
+        raise KpipeError(f"--output {output}: folder {output.parent} does not exist")
+    return output
+
+
+def write_table(frame: pd.DataFrame, output: Path) -> None:
+    """Write `frame` in the format `output`'s suffix names, atomically (temporary file, then rename)."""
+    kind = output.suffix.lower()
+    handle, tmp = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)
+    os.close(handle)
+    try:
+        if kind == ".parquet":
+            frame.to_parquet(tmp, index=False)
+        elif kind == ".jsonl":
+            frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
+        else:
+            flat = frame.copy()
+            for name in flat.columns:  # vectors as space-separated numbers: a CSV cell holds one string
+                if len(flat) and isinstance(flat[name].iloc[0], list):
+                    flat[name] = [" ".join(f"{v:.6g}" for v in row) for row in flat[name]]
+            flat.to_csv(tmp, sep="\t" if kind == ".tsv" else ",", index=False)
+        os.replace(tmp, output)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool) -> pd.DataFrame:
+    """The model's answers to `texts`, one row each: label and probabilities, output, or embedding."""
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(texts), unit="text", disable=not progress, desc=model_dir.as_posix()) as bar:
+        if task == "classify":
+            from kpipe.tasks.classify import predict_texts
+
+            found = predict_texts(model_dir, texts, on_batch=bar.update)
+            labels = list(found[0].probabilities) if found else []
+            return pd.DataFrame({"label": [p.label for p in found], "probability": [p.probability for p in found],
+                                 **{f"probability_{name}": [p.probabilities[name] for p in found] for name in labels}})
+        if task == "translate":
+            from kpipe.tasks.translate import translate_texts
+
+            return pd.DataFrame({"output": translate_texts(model_dir, texts, on_batch=bar.update)})
+        if task == "embed":
+            from kpipe.sentence_embeddings import embed_texts
+
+            return pd.DataFrame({"embedding": [row.tolist() for row in embed_texts(model_dir, texts,
+                                                                                   on_batch=bar.update)]})
+    raise ValueError(f"no batch prediction for task {task}")
+
+
+def predict_file(task: str, model_dir: Path, table: TextTable, output: Path, *, progress: bool) -> int:
+    """Answer every text of `table` and write the table with the answers to `output`; the number of rows."""
+    import pandas as pd
+
+    found = answers(task, model_dir, table.texts, progress=progress)
+    clash = [name for name in found.columns if name in table.frame.columns]
+    found = found.rename(columns={name: f"predicted_{name}" for name in clash})  # keep the input's own columns
+    write_table(pd.concat([table.frame.reset_index(drop=True), found], axis=1), output)
+    return len(found)
+
+
+def is_table_file(path: str | Path) -> bool:
+    """Whether `--file` names a table (read by column) rather than plain text (one text per line)."""
+    return is_table(Path(path))
