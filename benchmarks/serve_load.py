@@ -6,7 +6,7 @@ Measures, for one export (default: the latest `imdb-bilstm` under saved_models/)
      (threads, each with its own keep-alive connection), for `--seconds` each: requests/s, p50/p99
      latency, and requests per model call (from the server's GET /v1/models counts); once with
      micro-batching (the default) and once with --no-batching, the plain reference.
-The two servers take turns (batched first in odd repeats, unbatched first in even ones); every
+The servers take turns (in one order in odd repeats, the reverse in even ones); every
 figure is the median over `--repeats`, with the range beside it. Clients and server share the
 same 2 cores, as they would on a small serving machine.
 
@@ -40,7 +40,7 @@ def reviews(csv: str, count: int = 2000) -> list[str]:
         return list(pd.read_csv(csv)["text"].sample(count, random_state=0))
     from kpipe.datasets.embedded import read
 
-    return list(read("tweets", "text classification")["text"][:count])
+    return list(read("tweets-sentiment", "text classification")["text"][:count])
 
 
 def in_process_latency(model_dir: Path, texts: list[str], calls: int = 300) -> list[float]:
@@ -61,10 +61,9 @@ def in_process_latency(model_dir: Path, texts: list[str], calls: int = 300) -> l
 
 
 class Server:
-    def __init__(self, model: str, batching: bool, export_dir: str):
+    def __init__(self, model: str, options: list[str], export_dir: str):
         args = [sys.executable, "-m", "kpipe", "serve", f"m={model}", "--port", "0", "--export-dir", export_dir]
-        self.process = subprocess.Popen(args + ([] if batching else ["--no-batching"]), stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True)
+        self.process = subprocess.Popen(args + options, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in self.process.stdout:
             match = re.search(r"^Listening on http://127\.0\.0\.1:(\d+)", line)
             if match:
@@ -130,7 +129,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--timeouts", type=float, nargs="+", default=[],
+                        help="also measure micro-batching with these --batch-timeout-ms values")
     args = parser.parse_args()
+    modes = {"micro-batched": [], "one call per request": ["--no-batching"],
+             **{f"batched, {ms:g} ms wait": ["--batch-timeout-ms", str(ms)] for ms in args.timeouts}}
 
     from kpipe.export import resolve_model_dir
 
@@ -145,10 +148,9 @@ def main() -> None:
 
     results: dict[tuple[str, int], list[dict]] = {}
     for repeat in range(args.repeats):
-        order = [True, False] if repeat % 2 == 0 else [False, True]
-        for batching in order:
-            mode = "micro-batched" if batching else "one call per request"
-            server = Server(str(model_dir), batching, args.export_dir)
+        order = list(modes) if repeat % 2 == 0 else list(reversed(modes))
+        for mode in order:
+            server = Server(str(model_dir), modes[mode], args.export_dir)
             try:
                 load(server.port, texts, 4, 3)  # warm up: tracing, first calls
                 for clients in args.clients:
@@ -160,16 +162,16 @@ def main() -> None:
                            "p99": percentile(latencies, 99) * 1000, "per_call": len(latencies) / max(calls, 1),
                            "failures": failures}
                     results.setdefault((mode, clients), []).append(row)
-                    print(f"  repeat {repeat + 1}, {mode:21s} {clients:3d} clients: {row['rps']:7.1f} req/s, "
+                    print(f"  repeat {repeat + 1}, {mode:24s} {clients:3d} clients: {row['rps']:7.1f} req/s, "
                           f"p50 {row['p50']:6.1f} ms, p99 {row['p99']:6.1f} ms, {row['per_call']:5.1f} requests "
                           f"per model call, {failures} failed", flush=True)
             finally:
                 server.stop()
 
     print(f"\nMedian (range) over {args.repeats} repeats, {args.seconds:g} s per cell:")
-    print(f"{'server':22s} {'clients':>7s} {'requests/s':>20s} {'p50 ms':>18s} {'p99 ms':>18s} {'req/call':>9s}")
+    print(f"{'server':24s} {'clients':>7s} {'requests/s':>20s} {'p50 ms':>18s} {'p99 ms':>18s} {'req/call':>9s}")
     for (mode, clients), rows in sorted(results.items(), key=lambda item: (item[0][1], item[0][0])):
-        print(f"{mode:22s} {clients:7d} {spread([r['rps'] for r in rows], '.1f'):>20s} "
+        print(f"{mode:24s} {clients:7d} {spread([r['rps'] for r in rows], '.1f'):>20s} "
               f"{spread([r['p50'] for r in rows], '.1f'):>18s} {spread([r['p99'] for r in rows], '.1f'):>18s} "
               f"{statistics.median(r['per_call'] for r in rows):9.1f}")
     for clients in args.clients:

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from kpipe.errors import KpipeError
@@ -316,7 +317,10 @@ def cmd_serve(args) -> int:
     from kpipe.serving import repository
     from kpipe.serving.app import ServeOptions, serve
 
-    models = repository.ModelRepository([repository.parse_model_argument(m, args.export_dir) for m in args.models])
+    started = time.perf_counter()
+    models = repository.ModelRepository([repository.parse_model_argument(m, args.export_dir) for m in args.models],
+                                        warm_up_rows=1 if args.no_batching else args.max_batch_size)
+    logging.getLogger(__name__).info("Loaded and warmed up in %.1f s", time.perf_counter() - started)
     options = ServeOptions(batching=not args.no_batching, max_batch_size=args.max_batch_size,
                            batch_timeout=args.batch_timeout_ms / 1000,
                            max_request_bytes=int(args.max_request_mb * 2**20), poll_seconds=args.poll_seconds)
@@ -501,9 +505,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser(
         "serve", help="serve exports over HTTP with TensorFlow Serving's REST API (micro-batched)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Serve exported models over HTTP, speaking TensorFlow Serving's REST API, so clients written "
-                    "for TF Serving work unchanged. Concurrent requests to one model are gathered into one call "
-                    "(micro-batching). A pipeline name or a folder of versions serves its latest version and "
+        description="Serve exported models over HTTP, speaking TensorFlow Serving's REST API, so clients written\n"
+                    "for TF Serving work unchanged. Concurrent requests to one model are gathered into one call\n"
+                    "(micro-batching). A pipeline name or a folder of versions serves its latest version and\n"
                     "switches to a newer one when `kpipe run` publishes it. Needs: pip install 'kpipe[serve]'.",
         epilog="""examples:
   kpipe serve sentiment-bilstm
@@ -520,8 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8501, help="port (default 8501, TF Serving's REST port; 0: any "
                                                               "free port, printed at start-up)")
     serve.add_argument("--max-batch-size", type=int, default=256, help="rows per model call at most (default 256)")
-    serve.add_argument("--batch-timeout-ms", type=float, default=2.0,
-                       help="how long a request waits for others to share its call (default 2 ms)")
+    serve.add_argument("--batch-timeout-ms", type=float, default=1.0,
+                       help="how long a request waits for others to share its call (default 1 ms)")
     serve.add_argument("--no-batching", action="store_true", help="one model call per request")
     serve.add_argument("--max-request-mb", type=float, default=16.0, help="larger request bodies get HTTP 413 "
                                                                          "(default 16 MiB)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Does `pip install 'kpipe[data]'` resolve on each platform TensorFlow supports, with every package
+# Does `pip install 'kpipe[data,serve]'` resolve on each platform TensorFlow supports, with every package
 # that contains compiled code available as a wheel (pure-Python packages may come as sources)?
 # One line per platform and Python version: "ok", or the reason resolution fails. Needs the package
 # index (not a unit test).
@@ -30,7 +30,7 @@ PY
 status=0
 for python in $PYTHONS; do
   for platform in $PLATFORMS; do
-    log=$(uv pip compile pyproject.toml --extra data --quiet --python-platform "$platform" \
+    log=$(uv pip compile pyproject.toml --extra data --extra serve --quiet --python-platform "$platform" \
             --python-version "$python" $native -o /dev/null 2>&1)
     if [ $? -eq 0 ]; then
       printf '%-26s python %-5s ok\n' "$platform" "$python"

@@ -71,3 +71,17 @@ def test_pipelines_without_wordpiece_run_and_serve_without_tensorflow_text(tmp_p
                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert predict.returncode == 0 and predict.stdout.split("\t")[0] in {"negative", "neutral", "positive"}, \
         predict.stderr[-2000:]
+
+
+# === the serve extra ===
+
+@pytest.mark.parametrize("package", ["starlette", "uvicorn"])
+def test_serve_without_its_extra_says_what_to_install_before_loading_anything(package, monkeypatch, capsys):
+    from kpipe import dependencies
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(dependencies.importlib.util, "find_spec",
+                        lambda name, *args: None if name == package else real_find_spec(name, *args))
+    assert main(["serve", "no-such-model"]) == 2  # the missing package is reported before the model is looked up
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"kpipe: error: kpipe serve needs {package}: pip install 'kpipe[serve]'"]

@@ -44,7 +44,7 @@ MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>[
 class ServeOptions:
     batching: bool = True
     max_batch_size: int = 256         # rows per call
-    batch_timeout: float = 0.002      # seconds the first request of a batch waits for others
+    batch_timeout: float = 0.001      # seconds the first request of a batch waits for others
     max_request_bytes: int = 16 << 20
     poll_seconds: float = 2.0         # how often folders of versions are checked for a new version
     threads: int = 4                  # calls running at once (requests that cannot share a call)

@@ -43,22 +43,23 @@ class ServedModel:
     def latest_on_disk(self) -> Path:
         return self.root if not self.follows_latest else self.root / str(export.versions(self.root)[-1])
 
-    def refresh(self) -> LoadedVersion | None:
-        """Load the latest version if it is newer than the one served; the new one, or None if unchanged."""
+    def refresh(self, warm_up_rows: int = 1) -> LoadedVersion | None:
+        """Load (and warm up, see Signature.warm_up) the latest version if it is newer than the one served;
+        the new one, or None if unchanged. The served version keeps serving until the new one is ready."""
         with self._lock:
             path = self.latest_on_disk()
             if self.current is not None and path in (self.current.path, self.failed):
                 return None
             try:
-                self.current = load_version(path)
+                self.current = load_version(path, warm_up_rows)
             except KpipeError:
                 self.failed = path
                 raise
             return self.current
 
 
-def load_version(path: Path) -> LoadedVersion:
-    """Load one exported version and describe its signatures.
+def load_version(path: Path, warm_up_rows: int = 1) -> LoadedVersion:
+    """Load one exported version, describe its signatures and warm them up with up to `warm_up_rows` rows.
 
     Raises:
         KpipeError: it cannot be loaded (one line, with the cause).
@@ -71,6 +72,12 @@ def load_version(path: Path) -> LoadedVersion:
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise KpipeError(f"cannot load the SavedModel in {path}: {first_line}") from None
     signatures = {name: Signature.of(name, function) for name, function in loaded.signatures.items()}
+    for signature in signatures.values():
+        try:
+            signature.warm_up(warm_up_rows)
+        except Exception as error:  # e.g. a model that rejects empty strings: it is served cold, not refused
+            log.warning("%s: could not warm up signature %s: %s", path, signature.name,
+                        (str(error).strip().splitlines() or [""])[0])
     try:
         info = manifest.read(path)
     except manifest.WrongExportError:
@@ -97,15 +104,16 @@ def parse_model_argument(argument: str, export_dir: str | Path) -> ServedModel:
 class ModelRepository:
     """The served models by name, each loaded at start-up."""
 
-    def __init__(self, models: list[ServedModel]):
+    def __init__(self, models: list[ServedModel], warm_up_rows: int = 1):
         names = [model.name for model in models]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise KpipeError(f"two models would be served as '{duplicates[0]}': give one another name with "
                              f"NAME=WHERE, e.g. {duplicates[0]}-2=saved_models/{duplicates[0]}/1")
         self.models = {model.name: model for model in models}
+        self.warm_up_rows = warm_up_rows
         for model in models:
-            model.refresh()
+            model.refresh(warm_up_rows)
 
     def get(self, name: str) -> ServedModel | None:
         return self.models.get(name)
@@ -120,7 +128,7 @@ class ModelRepository:
             if not model.follows_latest:
                 continue
             try:
-                new = model.refresh()
+                new = model.refresh(self.warm_up_rows)
             except KpipeError as error:
                 log.warning("%s: keeping version %d: %s", model.name, model.current.version, error)
                 continue

@@ -59,6 +59,21 @@ class Signature:
         return self.batched and all(t.rank >= 1 and t.shape[0] is None and None not in t.shape[1:]
                                     for t in self.outputs.values())
 
+    def warm_up(self, max_rows: int) -> None:
+        """Call once with batches of 1, 2, 4, ... `max_rows` rows of empty strings or zeros, so the first
+        requests do not pay for tracing or XLA compilation (a compiled classifier compiles once per
+        power-of-two batch size). Only for signatures that micro-batching gathers."""
+        if not self.gatherable:
+            return
+        rows = 1
+        while True:
+            self({name: (np.full((rows, *info.shape[1:]), b"", dtype=object) if info.dtype == tf.string else
+                         np.zeros((rows, *info.shape[1:]), info.dtype.as_numpy_dtype))
+                  for name, info in self.inputs.items()})
+            if rows >= max_rows:
+                break
+            rows = min(rows * 2, max_rows)
+
     def __call__(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         tensors = {key: tf.constant(value, dtype=self.inputs[key].dtype) for key, value in inputs.items()}
         return {key: value.numpy() for key, value in self.function(**tensors).items()}

@@ -50,6 +50,12 @@ class ClassifierServing(tf.Module):
     """Raw strings -> {probabilities, label, label_id}: features and model(s) in one graph.
 
     With several members the probabilities are their weighted average (weights sum to 1).
+
+    A recurrent member runs XLA-compiled (`Member.compiled_length`): on a CPU one review through the
+    imdb-bilstm BiLSTM takes ~20-30 ms as TensorFlow ops, step by step, and ~5 ms compiled. XLA compiles
+    once per input shape, so the ids are padded to the member's full sequence length and the batch to the
+    next power of two (padding rows are all-padding and cut off after): at most log2(batch) + 1 shapes,
+    each compiled on its first call (about a second); the answers are unchanged (masking).
     """
 
     def __init__(self, members: Sequence[Member], weights: Sequence[float], label_names: Sequence[str]):
@@ -59,6 +65,8 @@ class ClassifierServing(tf.Module):
         self.tracked = [item for m in members for item in m.tracked]
         self.weights = [float(w) for w in weights]
         self.label_names = tf.constant(list(label_names))
+        self.compiled = [tf.function(lambda ids, model=m.model: model(ids, training=False), jit_compile=True)
+                         if m.compiled_length else None for m in members]
         self.encoder = None
         model = members[0].model
         if len(members) == 1 and any(layer.name == "encoder_output" for layer in model.layers):
@@ -78,14 +86,24 @@ class ClassifierServing(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def serve(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
         probabilities = 0.0
-        for member, weight in zip(self.members, self.weights):
-            output = member.model(member.encode(text), training=False)
+        for member, weight, compiled in zip(self.members, self.weights, self.compiled):
+            inputs = member.encode(text)
+            output = (padded_call(compiled, inputs, member.compiled_length) if compiled is not None
+                      else member.model(inputs, training=False))
             if output.shape[-1] == 1:  # binary: one sigmoid unit -> two columns
                 output = tf.concat([1.0 - output, output], axis=-1)
             probabilities += weight * output
         label_id = tf.argmax(probabilities, axis=-1)
         return {"probabilities": probabilities, "label": tf.gather(self.label_names, label_id),
                 "label_id": label_id}
+
+
+def padded_call(function, ids: tf.Tensor, length: int) -> tf.Tensor:
+    """`function(ids)` on ids padded to (next power of two rows, `length` columns) with 0s, cut back to its rows."""
+    rows = tf.shape(ids)[0]
+    bucket = tf.while_loop(lambda b: b < rows, lambda b: b * 2, [tf.constant(1)])[0]
+    padded = tf.pad(ids, [[0, bucket - rows], [0, length - tf.shape(ids)[1]]])
+    return function(padded)[:rows]
 
 
 def write_classifier_export(path: Path, *, members: Sequence[Member], weights: Sequence[float],
