@@ -178,6 +178,20 @@ def test_a_version_published_while_serving_is_picked_up(trained, server):
     assert status == 404 and "serving version 2" in body["error"]
 
 
+def test_a_version_that_does_not_load_leaves_the_served_one_serving(trained, server):
+    versions = trained / "saved_models" / "sentiment-bilstm"
+    served_version = server.get("/v1/models/sentiment-bilstm")[1]["model_version_status"][0]["version"]
+    broken = versions / ".tmp-broken"
+    shutil.copytree(versions / served_version, broken)
+    (broken / "saved_model.pb").write_bytes(b"not a SavedModel")
+    broken.rename(versions / "9")  # published in one rename, as kpipe run does
+    assert wait_for(lambda: any("keeping version" in line for line in server.lines), timeout=30), server.lines[-5:]
+    assert server.get("/v1/models/sentiment-bilstm")[1]["model_version_status"][0]["version"] == served_version
+    status, body = server.post("/v1/models/sentiment-bilstm:predict", {"instances": ["still serving?"]})
+    assert status == 200 and len(body["predictions"]) == 1
+    shutil.rmtree(versions / "9")
+
+
 def startup_failure(*args, cwd):
     """stderr's one line from `kpipe serve ARGS`, run as a user would (TensorFlow's log level not set)."""
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
