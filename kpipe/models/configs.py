@@ -86,6 +86,9 @@ class TransformerClassifierConfig:
         intermediate_dim: width of each layer's feed-forward block.
         dropout: dropout in the encoder layers and before the head.
         position_encoding: "learned" (a trained embedding per position) or "sine" (fixed).
+        attention: "softmax" (keras-hub's TransformerEncoder) or "linear" (`LinearAttention`: a kernel
+            feature map instead of the softmax, O(N) in the sequence length; Katharopoulos et al. 2020).
+        feature_map: the linear attention's φ: "elu" (elu + 1) or "relu".
         pooling: "mean" (masked mean of the encoder outputs) or "cls" (the output at a [CLS]
             token the model puts in front of every text).
         pretrain_epochs: epochs of masked-LM pretraining of the encoder before the classifier is
@@ -105,6 +108,8 @@ class TransformerClassifierConfig:
     intermediate_dim: int = 128
     dropout: float = 0.1
     position_encoding: str = "learned"
+    attention: str = "softmax"
+    feature_map: str = "elu"
     pooling: str = "mean"
     pretrain_epochs: int = 0
     pretrain_corpus: str = ""
@@ -122,6 +127,8 @@ class TransformerClassifierConfig:
                              f"dimensions). Received: hidden_dim={self.hidden_dim}, num_heads={self.num_heads}")
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_choice("position_encoding", self.position_encoding, POSITION_ENCODINGS)
+        check_choice("attention", self.attention, ("softmax", "linear"))
+        check_choice("feature_map", self.feature_map, ("elu", "relu"))
         check_choice("pooling", self.pooling, POOLINGS)
         check_range("pretrain_epochs", self.pretrain_epochs, low=0)
         if self.pretrain_corpus and not self.pretrain_epochs:

@@ -95,3 +95,48 @@ class LinearAttention(keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
                 "feature_map": self.feature_map, "causal": self.causal, "epsilon": self.epsilon}
+
+
+@keras.saving.register_keras_serializable(package="kpipe")
+class LinearTransformerEncoder(keras.layers.Layer):
+    """keras-hub's `TransformerEncoder` block (post-norm: attention, add & norm, feed-forward, add & norm)
+    with `LinearAttention` in place of softmax attention; called the same way, `(x, padding_mask=...)`."""
+
+    def __init__(self, intermediate_dim: int, num_heads: int, dropout: float = 0.0, feature_map: str = "elu",
+                 layer_norm_epsilon: float = 1e-5, **kwargs):
+        super().__init__(**kwargs)
+        self.intermediate_dim, self.num_heads, self.dropout = intermediate_dim, num_heads, dropout
+        self.feature_map, self.layer_norm_epsilon = feature_map, layer_norm_epsilon
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        hidden = input_shape[-1]
+        self.attention = LinearAttention(self.num_heads, hidden // self.num_heads, feature_map=self.feature_map,
+                                         name="self_attention")
+        self.attention_norm = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon,
+                                                              name="self_attention_layer_norm")
+        self.intermediate = keras.layers.Dense(self.intermediate_dim, activation="relu",
+                                               name="feedforward_intermediate_dense")
+        self.feedforward_output = keras.layers.Dense(hidden, name="feedforward_output_dense")
+        self.feedforward_norm = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon,
+                                                                name="feedforward_layer_norm")
+        self.dropout_layer = keras.layers.Dropout(self.dropout)
+        self.attention.build(input_shape)
+        self.attention_norm.build(input_shape)
+        self.intermediate.build(input_shape)
+        self.feedforward_output.build((*input_shape[:-1], self.intermediate_dim))
+        self.feedforward_norm.build(input_shape)
+
+    def call(self, inputs, padding_mask=None, training=None):
+        attended = self.attention(inputs, mask=padding_mask)
+        x = self.attention_norm(inputs + self.dropout_layer(attended, training=training))
+        hidden = self.dropout_layer(self.intermediate(x), training=training)
+        return self.feedforward_norm(x + self.dropout_layer(self.feedforward_output(hidden), training=training))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "intermediate_dim": self.intermediate_dim, "num_heads": self.num_heads,
+                "dropout": self.dropout, "feature_map": self.feature_map,
+                "layer_norm_epsilon": self.layer_norm_epsilon}

@@ -14,6 +14,7 @@ import keras
 
 from kpipe.tokens import WORDPIECE_CLS
 from kpipe.models.configs import TransformerClassifierConfig  # noqa: F401  (re-exported)
+from kpipe.models.linear_attention import LinearTransformerEncoder
 
 CLS_ID = WORDPIECE_CLS
 
@@ -69,8 +70,13 @@ def build_transformer_classifier(config: TransformerClassifierConfig) -> keras.M
         x = tokens + keras_hub.layers.SinePositionEncoding(name="sine_position_encoding")(tokens)
     x = keras.layers.Dropout(config.dropout)(x)
     for i in range(config.num_layers):
-        x = keras_hub.layers.TransformerEncoder(config.intermediate_dim, config.num_heads, dropout=config.dropout,
-                                                name=f"transformer_encoder_{i}")(x, padding_mask=padding_mask)
+        if config.attention == "linear":
+            encoder = LinearTransformerEncoder(config.intermediate_dim, config.num_heads, dropout=config.dropout,
+                                               feature_map=config.feature_map, name=f"transformer_encoder_{i}")
+        else:
+            encoder = keras_hub.layers.TransformerEncoder(config.intermediate_dim, config.num_heads,
+                                                          dropout=config.dropout, name=f"transformer_encoder_{i}")
+        x = encoder(x, padding_mask=padding_mask)
     x = keras.layers.Identity(name="encoder_output")(x)
     if config.pooling == "cls":
         pooled = x[:, 0, :]
