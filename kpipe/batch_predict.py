@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kpipe.datasets.files import is_table, read_table
+from kpipe.datasets.files import read_table
 from kpipe.errors import KpipeError
 
 if TYPE_CHECKING:
@@ -128,8 +128,3 @@ def predict_file(task: str, model_dir: Path, table: TextTable, output: Path, *, 
     found = found.rename(columns={name: f"predicted_{name}" for name in clash})  # keep the input's own columns
     write_table(pd.concat([table.frame.reset_index(drop=True), found], axis=1), output)
     return len(found)
-
-
-def is_table_file(path: str | Path) -> bool:
-    """Whether `--file` names a table (read by column) rather than plain text (one text per line)."""
-    return is_table(Path(path))

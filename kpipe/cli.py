@@ -161,11 +161,16 @@ def _read_lines(stream_bytes: bytes, source: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-def _file_lines(option: str, path: str) -> list[str]:
-    """The non-blank lines of the file an option names (UTF-8); one clear error if it is missing."""
+def _existing_file(option: str, path: str) -> Path:
+    """The file an option names; one clear error if it is missing."""
     if not Path(path).is_file():
         raise KpipeError(f"{option} not found: {path}")
-    return _read_lines(Path(path).read_bytes(), path)
+    return Path(path)
+
+
+def _file_lines(option: str, path: str) -> list[str]:
+    """The non-blank lines of the file an option names (UTF-8); one clear error if it is missing."""
+    return _read_lines(_existing_file(option, path).read_bytes(), path)
 
 
 def _input_texts(args, verb: str) -> list[str]:
@@ -187,11 +192,11 @@ def _texts_and_output(args, verb: str):
     the arguments or standard input give one text per line.
     """
     from kpipe import batch_predict
+    from kpipe.datasets.files import is_table
 
     output = batch_predict.check_output(args.output, args.file) if args.output else None
-    if args.file and batch_predict.is_table_file(args.file):
-        if not Path(args.file).is_file():
-            raise KpipeError(f"--file not found: {args.file}")
+    if args.file and is_table(Path(args.file)):
+        _existing_file("--file", args.file)
         if getattr(args, "texts", None):
             raise KpipeError(f"give texts as arguments or in --file {args.file}, not both")
         return batch_predict.read_texts(args.file, args.column), output
@@ -302,24 +307,20 @@ def cmd_forecast(args) -> int:
 
 def cmd_serve(args) -> int:
     from kpipe import dependencies
-    from kpipe.export import resolve_versions
-
-    from kpipe.serving import listen
+    from kpipe.serving import listen, repository
 
     dependencies.require_serving()
     if args.max_batch_size < 1 or args.batch_timeout_ms < 0 or args.max_request_mb <= 0 or args.poll_seconds <= 0:
         raise KpipeError("--max-batch-size must be at least 1, --batch-timeout-ms at least 0, --max-request-mb and "
                          "--poll-seconds above 0")
-    for model in args.models:  # every name checked, and the port taken, before TensorFlow loads
-        resolve_versions(model.rpartition("=")[2], args.export_dir)
+    # Every model name resolved and the port taken before TensorFlow loads: a mistake fails in a second.
+    served = [repository.parse_model_argument(m, args.export_dir) for m in args.models]
     sock = listen.bind(args.host, args.port)
     _import_tensorflow_quietly()
-    from kpipe.serving import repository
     from kpipe.serving.app import ServeOptions, serve
 
     started = time.perf_counter()
-    models = repository.ModelRepository([repository.parse_model_argument(m, args.export_dir) for m in args.models],
-                                        warm_up_rows=1 if args.no_batching else args.max_batch_size)
+    models = repository.ModelRepository(served, warm_up_rows=1 if args.no_batching else args.max_batch_size)
     logging.getLogger(__name__).info("Loaded and warmed up in %.1f s", time.perf_counter() - started)
     options = ServeOptions(batching=not args.no_batching, max_batch_size=args.max_batch_size,
                            batch_timeout=args.batch_timeout_ms / 1000,

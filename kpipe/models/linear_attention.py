@@ -17,7 +17,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-FEATURE_MAPS = ("elu", "relu")
+from kpipe.models.configs import LINEAR_ATTENTION_FEATURE_MAPS as FEATURE_MAPS
 
 
 @keras.saving.register_keras_serializable(package="kpipe")

@@ -31,7 +31,7 @@ from tensorflow.core.framework import types_pb2
 
 from kpipe.serving import rest
 from kpipe.serving.batching import MicroBatcher
-from kpipe.serving.repository import LoadedVersion, ModelRepository, ServedModel
+from kpipe.serving.repository import LoadedVersion, ModelRepository, ServedModel, first_line
 
 log = logging.getLogger(__name__)
 
@@ -142,17 +142,19 @@ class ModelServer:
 
     async def read_body(self, request: Request) -> bytes:
         limit = self.options.max_request_bytes
+
+        def too_large(size: str) -> HTTPException:
+            return HTTPException(413, f"the request body{size} is over the limit of {limit} bytes; send fewer "
+                                      "instances per request, or start the server with a larger --max-request-mb")
+
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise HTTPException(413, f"the request body ({declared} bytes) is over the limit of {limit} bytes; "
-                                     "send fewer instances per request, or start the server with a larger "
-                                     "--max-request-mb")
+            raise too_large(f" ({declared} bytes)")
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
             if len(body) > limit:
-                raise HTTPException(413, f"the request body is over the limit of {limit} bytes; send fewer "
-                                         "instances per request, or start the server with a larger --max-request-mb")
+                raise too_large("")
         return bytes(body)
 
     async def poll_versions(self) -> None:
@@ -166,15 +168,11 @@ class ModelServer:
                 log.exception("checking for new versions failed")
 
 
-def _first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0]
-
-
 def _graph_error(message: str) -> str:
     """The line of a TensorFlow graph error that says what went wrong (its first lines say where)."""
     lines = [line.strip() for line in message.splitlines() if line.strip() and not line.startswith(("\t", " ")) and
              not line.startswith(("Graph execution error", "Detected at node", "<stack traces"))]
-    return lines[-1] if lines else _first_line(message)
+    return lines[-1] if lines else first_line(message)
 
 
 def _tensor_info(info, prefix: str) -> dict:
@@ -215,7 +213,7 @@ def build_app(repository: ModelRepository, options: ServeOptions | None = None) 
             return error(failure.status_code, failure.detail)
         except Exception as failure:  # a bug or a model failure: answer, log, keep serving
             log.exception("%s %s failed", request.method, request.url.path)
-            return error(500, f"{type(failure).__name__}: {_first_line(str(failure))}")
+            return error(500, f"{type(failure).__name__}: {first_line(str(failure))}")
 
     async def listing(request: Request) -> Response:
         return server.listing()

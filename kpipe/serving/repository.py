@@ -14,12 +14,20 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kpipe import export, manifest
 from kpipe.errors import KpipeError
-from kpipe.serving.signatures import Signature
+
+if TYPE_CHECKING:  # signatures import TensorFlow: loaded with the first model, not to parse the names
+    from kpipe.serving.signatures import Signature
 
 log = logging.getLogger(__name__)
+
+
+def first_line(text: str, default: str = "") -> str:
+    """The first non-blank line of an error message (TensorFlow's run to pages)."""
+    return (text.strip().splitlines() or [default])[0]
 
 
 @dataclass
@@ -64,20 +72,21 @@ def load_version(path: Path, warm_up_rows: int = 1) -> LoadedVersion:
     Raises:
         KpipeError: it cannot be loaded (one line, with the cause).
     """
+    from kpipe.serving.signatures import Signature
+
     try:
         loaded = export.load_saved_model(path)
     except KpipeError:
         raise
     except Exception as error:  # a corrupt or foreign SavedModel: say which and why, in one line
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise KpipeError(f"cannot load the SavedModel in {path}: {first_line}") from None
+        raise KpipeError(f"cannot load the SavedModel in {path}: {first_line(str(error), type(error).__name__)}") \
+            from None
     signatures = {name: Signature.of(name, function) for name, function in loaded.signatures.items()}
     for signature in signatures.values():
         try:
             signature.warm_up(warm_up_rows)
         except Exception as error:  # e.g. a model that rejects empty strings: it is served cold, not refused
-            log.warning("%s: could not warm up signature %s: %s", path, signature.name,
-                        (str(error).strip().splitlines() or [""])[0])
+            log.warning("%s: could not warm up signature %s: %s", path, signature.name, first_line(str(error)))
     try:
         info = manifest.read(path)
     except manifest.WrongExportError:
@@ -91,7 +100,7 @@ def parse_model_argument(argument: str, export_dir: str | Path) -> ServedModel:
     name, _, where = argument.rpartition("=")
     where = where.strip()
     found = export.resolve_versions(where, export_dir)  # raises ModelNotFoundError with the fix
-    single = (Path(where) / "saved_model.pb").is_file() or (Path(export_dir) / where / "saved_model.pb").is_file()
+    single = found[0] in (Path(where), Path(export_dir) / where)  # a version folder resolves to itself
     root = found[0] if single else found[0].parent
     if not name:
         name = root.parent.name if single else root.name
@@ -118,12 +127,11 @@ class ModelRepository:
     def get(self, name: str) -> ServedModel | None:
         return self.models.get(name)
 
-    def poll(self) -> list[tuple[str, int]]:
-        """Load newer versions where they were published; (name, version) of each switch.
+    def poll(self) -> None:
+        """Load newer versions where they were published (each switch logged).
 
         A version that fails to load is logged and skipped: the served one keeps serving.
         """
-        switched = []
         for model in self.models.values():
             if not model.follows_latest:
                 continue
@@ -134,5 +142,3 @@ class ModelRepository:
                 continue
             if new is not None:
                 log.info("%s: now serving version %d (%s)", model.name, new.version, new.path)
-                switched.append((model.name, new.version))
-        return switched
