@@ -92,6 +92,8 @@ MISTAKES = {
     "column of a text file": (["--file", "lines.txt", "--column", "review", "--output", "o.csv"],
                               "--column needs a table file"),
     "missing table": (["--file", "absent.csv", "--output", "o.csv"], "--file not found: absent.csv"),
+    "texts and a table": (["great crew", "--file", "two.csv", "--column", "review", "--output", "o.csv"],
+                          "give texts as arguments or in --file two.csv, not both"),
 }
 
 

@@ -211,6 +211,13 @@ def test_startup_failures_are_one_line_exit_2(trained, tmp_path):
     assert startup_failure(str(broken), cwd=trained).startswith(
         f"kpipe: error: cannot load the SavedModel in {broken}")
 
+    assert startup_failure("a:b=sentiment-bilstm", cwd=trained) == (
+        "kpipe: error: cannot serve 'a:b=sentiment-bilstm' under the name 'a:b': name it with NAME=WHERE "
+        "(letters, digits, '-', '_', '.')")
+    assert startup_failure("sentiment-bilstm", "--max-batch-size", "0", cwd=trained) == (
+        "kpipe: error: --max-batch-size must be at least 1, --batch-timeout-ms at least 0, --max-request-mb and "
+        "--poll-seconds above 0")
+
     assert "two models would be served as 'sentiment-bilstm'" in startup_failure(
         "sentiment-bilstm", "saved_models/sentiment-bilstm/1", cwd=trained)
 
