@@ -16,8 +16,10 @@ CELL_CLASSES = {"lstm": "LSTM", "gru": "GRU"}
 EMBEDDING_TRAINING = ("trainable", "frozen", "two_phase")
 POSITION_ENCODINGS = ("learned", "sine")
 POOLINGS = ("mean", "cls")
-ATTENTIONS = ("softmax", "linear")
+ATTENTIONS = ("softmax", "linear", "random_features", "fmm")
 LINEAR_ATTENTION_FEATURE_MAPS = ("elu", "relu")  # φ of LinearAttention: elu(x) + 1, or relu(x)
+RANDOM_FEATURE_KERNELS = ("softmax", "gaussian")  # what RandomFeatureAttention's features approximate
+RANDOM_FEATURE_REDRAWS = ("never", "every_step")
 CONDITIONING = ("none", "initial_state", "every_step")
 BASELINES = ("none", "naive", "seasonal_naive")
 LOSSES = ("mse", "mae", "huber")
@@ -88,9 +90,15 @@ class TransformerClassifierConfig:
         intermediate_dim: width of each layer's feed-forward block.
         dropout: dropout in the encoder layers and before the head.
         position_encoding: "learned" (a trained embedding per position) or "sine" (fixed).
-        attention: "softmax" (keras-hub's TransformerEncoder) or "linear" (`LinearAttention`: a kernel
-            feature map instead of the softmax, O(N) in the sequence length; Katharopoulos et al. 2020).
+        attention: "softmax" (keras-hub's TransformerEncoder), "linear" (`LinearAttention`: a kernel
+            feature map instead of the softmax, O(N) in the sequence length; Katharopoulos et al. 2020),
+            "random_features" (`RandomFeatureAttention`: positive random features estimating the softmax
+            kernel, O(N); Performer) or "fmm" (`FMMAttention`: banded softmax + low-rank linear attention,
+            O(N); FMMformer).
         feature_map: the linear attention's φ: "elu" (elu + 1) or "relu".
+        num_random_features, random_feature_kernel, redraw: random-feature attention's number of features
+            per head, kernel ("softmax" or "gaussian") and redraw policy ("never" or "every_step").
+        band_width, fmm_rank: FMM attention's near-field half-width and far-field rank (1 or 2).
         pooling: "mean" (masked mean of the encoder outputs) or "cls" (the output at a [CLS]
             token the model puts in front of every text).
         pretrain_epochs: epochs of masked-LM pretraining of the encoder before the classifier is
@@ -112,6 +120,11 @@ class TransformerClassifierConfig:
     position_encoding: str = "learned"
     attention: str = "softmax"
     feature_map: str = "elu"
+    num_random_features: int = 64
+    random_feature_kernel: str = "softmax"
+    redraw: str = "never"
+    band_width: int = 8
+    fmm_rank: int = 2
     pooling: str = "mean"
     pretrain_epochs: int = 0
     pretrain_corpus: str = ""
@@ -131,6 +144,11 @@ class TransformerClassifierConfig:
         check_choice("position_encoding", self.position_encoding, POSITION_ENCODINGS)
         check_choice("attention", self.attention, ATTENTIONS)
         check_choice("feature_map", self.feature_map, LINEAR_ATTENTION_FEATURE_MAPS)
+        check_range("num_random_features", self.num_random_features, low=1)
+        check_choice("random_feature_kernel", self.random_feature_kernel, RANDOM_FEATURE_KERNELS)
+        check_choice("redraw", self.redraw, RANDOM_FEATURE_REDRAWS)
+        check_range("band_width", self.band_width, low=0)
+        check_range("fmm_rank", self.fmm_rank, low=1, high=2)
         check_choice("pooling", self.pooling, POOLINGS)
         check_range("pretrain_epochs", self.pretrain_epochs, low=0)
         if self.pretrain_corpus and not self.pretrain_epochs:
@@ -139,6 +157,18 @@ class TransformerClassifierConfig:
         check_range("mask_rate", self.mask_rate, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         check_range("vocabulary_size", self.vocabulary_size, low=3)
         check_range("num_classes", self.num_classes, low=2)
+
+    def attention_options(self) -> dict:
+        """The settings of the chosen attention variant, as its layer takes them ({} for softmax)."""
+        return attention_options(self)
+
+
+def attention_options(config) -> dict:
+    """A transformer config's attention settings for `attention_layer(config.attention, ...)`."""
+    return {"softmax": {}, "linear": {"feature_map": config.feature_map},
+            "random_features": {"num_features": config.num_random_features, "kernel": config.random_feature_kernel,
+                                "redraw": config.redraw},
+            "fmm": {"band_width": config.band_width, "rank": config.fmm_rank}}[config.attention]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

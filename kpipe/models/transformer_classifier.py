@@ -14,7 +14,7 @@ import keras
 
 from kpipe.tokens import WORDPIECE_CLS
 from kpipe.models.configs import TransformerClassifierConfig  # noqa: F401  (re-exported)
-from kpipe.models.linear_attention import LinearTransformerEncoder
+from kpipe.models.attention_variants import VariantTransformerEncoder
 
 CLS_ID = WORDPIECE_CLS
 
@@ -70,9 +70,10 @@ def build_transformer_classifier(config: TransformerClassifierConfig) -> keras.M
         x = tokens + keras_hub.layers.SinePositionEncoding(name="sine_position_encoding")(tokens)
     x = keras.layers.Dropout(config.dropout)(x)
     for i in range(config.num_layers):
-        if config.attention == "linear":
-            encoder = LinearTransformerEncoder(config.intermediate_dim, config.num_heads, dropout=config.dropout,
-                                               feature_map=config.feature_map, name=f"transformer_encoder_{i}")
+        if config.attention != "softmax":
+            encoder = VariantTransformerEncoder(config.intermediate_dim, config.num_heads, config.attention,
+                                                dropout=config.dropout, attention_options=config.attention_options(),
+                                                name=f"transformer_encoder_{i}")
         else:
             encoder = keras_hub.layers.TransformerEncoder(config.intermediate_dim, config.num_heads,
                                                           dropout=config.dropout, name=f"transformer_encoder_{i}")

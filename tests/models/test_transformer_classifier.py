@@ -54,15 +54,18 @@ def test_masked_lm_encoder_weights_move_into_a_classifier_by_name(attention):
                                rtol=1e-5, atol=1e-6)
 
 
-def test_linear_attention_classifier_trains_saves_and_loads(tmp_path):
+@pytest.mark.parametrize("attention, options, layer_class", [
+    ("linear", {"feature_map": "relu"}, "LinearAttention"),
+    ("random_features", {"num_random_features": 16, "redraw": "every_step"}, "RandomFeatureAttention"),
+    ("fmm", {"band_width": 2, "fmm_rank": 1}, "FMMAttention"),
+])
+def test_attention_variant_classifier_trains_saves_and_loads(tmp_path, attention, options, layer_class):
     import keras
-
-    from kpipe.models.linear_attention import LinearTransformerEncoder
 
     model = build_transformer_classifier(TransformerClassifierConfig(
         vocabulary_size=30, num_classes=2, sequence_length=6, hidden_dim=8, num_heads=2, intermediate_dim=16,
-        attention="linear", feature_map="relu"))
-    assert isinstance(model.get_layer("transformer_encoder_0"), LinearTransformerEncoder)
+        attention=attention, **options))
+    assert type(model.get_layer("transformer_encoder_0").attention).__name__ == layer_class
     rng = np.random.default_rng(0)
     ids = rng.integers(1, 30, size=(32, 6)).astype("int32")
     labels = (ids[:, 0] > 15).astype("float32")
@@ -77,4 +80,4 @@ def test_linear_attention_classifier_trains_saves_and_loads(tmp_path):
 
 def test_an_unknown_attention_is_a_config_error():
     with pytest.raises(ValueError, match="attention"):
-        TransformerClassifierConfig(attention="fmm")
+        TransformerClassifierConfig(attention="performer")
