@@ -43,6 +43,12 @@ _EXPORTS = {
     "build_seq2seq": "kpipe.models.seq2seq",
     "CharGeneratorConfig": "kpipe.models.char_generator",
     "build_char_generator": "kpipe.models.char_generator",
+    "CharTransformerConfig": "kpipe.models.char_transformer",
+    "build_char_transformer": "kpipe.models.char_transformer",
+    "LinearAttention": "kpipe.models.linear_attention",
+    "RandomFeatureAttention": "kpipe.models.random_feature_attention",
+    "FMMAttention": "kpipe.models.fmm_attention",
+    "VariantTransformerEncoder": "kpipe.models.attention_variants",
 }
 
 __all__ = sorted(_EXPORTS)

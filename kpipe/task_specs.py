@@ -17,9 +17,9 @@ from kpipe.datasets.pairs import PairsDataConfig
 from kpipe.datasets.text_classification import TextClassificationDataConfig
 from kpipe.datasets.time_series import TimeSeriesDataConfig
 from kpipe.errors import ConfigError
-from kpipe.models.configs import (BagOfNgramsConfig, CharGeneratorConfig, EnsembleClassifierConfig,
-                                  RNNClassifierConfig, RNNForecasterConfig, Seq2SeqConfig, TransformerClassifierConfig,
-                                  Word2VecConfig)
+from kpipe.models.configs import (BagOfNgramsConfig, CharGeneratorConfig, CharTransformerConfig,
+                                  EnsembleClassifierConfig, RNNClassifierConfig, RNNForecasterConfig, Seq2SeqConfig,
+                                  TransformerClassifierConfig, Word2VecConfig)
 from kpipe.preprocessing.configs import (NamesPreprocessingConfig, PairPreprocessingConfig, SkipGramConfig,
                                          TextPreprocessingConfig, WindowConfig)
 
@@ -91,7 +91,7 @@ TASKS = {spec.name: spec for spec in (
     TaskSpec("forecast", TimeSeriesDataConfig, WindowConfig, {"rnn_forecaster": RNNForecasterConfig},
              "kpipe.tasks.forecast:run_forecast", check_forecast_config,
              headline=("test.model.mae", "test.model.mape", "best_baseline", "model_vs_best_baseline_mae")),
-    TaskSpec("generate", NamesDataConfig, NamesPreprocessingConfig, {"char_rnn": CharGeneratorConfig},
+    TaskSpec("generate", NamesDataConfig, NamesPreprocessingConfig, {"char_rnn": CharGeneratorConfig, "char_transformer": CharTransformerConfig},
              "kpipe.tasks.generate:run_generate", headline=("test_nll_per_char", "bigram_nll_per_char")),
     TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, {"seq2seq_attention": Seq2SeqConfig},
              "kpipe.tasks.translate:run_translate", headline=("word_error_rate", "token_error_rate")),

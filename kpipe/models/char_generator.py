@@ -86,6 +86,19 @@ class JoinEveryStep(keras.layers.Layer):
 
 # === Sampling ===
 
+def sample_next(logits: tf.Tensor, temperature: tf.Tensor, top_k: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+    """One id per row of next-character `logits` (batch, vocabulary): softmax at `temperature`, among the
+    `top_k` most likely (0 = all), never padding, START or UNKNOWN; `seed` is a stateless pair."""
+    vocabulary = tf.shape(logits)[-1]
+    banned = tf.range(vocabulary)[None, :]
+    banned = (banned == PAD) | (banned == START) | (banned == UNKNOWN)
+    scaled = tf.where(banned, tf.constant(-1e9, logits.dtype), logits / tf.cast(temperature, logits.dtype))
+    k = tf.where(top_k > 0, tf.minimum(top_k, vocabulary), vocabulary)
+    kth = tf.math.top_k(scaled, k=k).values[:, -1:]
+    scaled = tf.where(scaled < kth, tf.constant(-1e9, scaled.dtype), scaled)
+    return tf.random.stateless_categorical(scaled, 1, seed=seed, dtype=tf.int32)[:, 0]
+
+
 class CharSampler(tf.Module):
     """Samples `count` names at once in one graph: the trained layers run one step at a time on
     their recurrent cells, in a `tf.while_loop` that stops when every name has ended or at `max_length`.
@@ -147,17 +160,9 @@ class CharSampler(tf.Module):
         steps = self.max_length - tf.shape(prefix_ids)[0]
         output = tf.TensorArray(tf.int32, size=steps, element_shape=[None])
         done = tf.zeros([count], tf.bool)
-        vocabulary = self.config.vocabulary_size
-        # Never sample padding, START or UNKNOWN.
-        banned = tf.constant([[i in (PAD, START, UNKNOWN) for i in range(SPECIAL_TOKENS)]
-                              + [False] * (vocabulary - SPECIAL_TOKENS)])
 
         def body(t, states, logits, done, output):
-            scaled = tf.where(banned, tf.constant(-1e9, logits.dtype), logits / temperature)
-            k = tf.where(top_k > 0, tf.minimum(top_k, vocabulary), vocabulary)
-            kth = tf.math.top_k(scaled, k=k).values[:, -1:]
-            scaled = tf.where(scaled < kth, tf.constant(-1e9, scaled.dtype), scaled)
-            ids = tf.random.stateless_categorical(scaled, 1, seed=tf.stack([seed, t]), dtype=tf.int32)[:, 0]
+            ids = sample_next(logits, temperature, top_k, tf.stack([seed, t]))
             ids = tf.where(done, PAD, ids)
             output = output.write(t, ids)
             done = done | tf.equal(ids, END)

@@ -78,8 +78,54 @@ class RNNClassifierConfig:
         check_range("num_classes", self.num_classes, low=2)
 
 
+def check_heads(hidden_dim: int, num_heads: int) -> None:
+    if hidden_dim % num_heads:
+        raise ValueError(f"`num_heads` must divide `hidden_dim` (each head gets hidden_dim / num_heads "
+                         f"dimensions). Received: hidden_dim={hidden_dim}, num_heads={num_heads}")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TransformerClassifierConfig:
+class AttentionSettings:
+    """The attention variant of a transformer config, and the settings of each variant.
+
+    Args:
+        attention: "softmax" (keras-hub's layers), "linear" (`LinearAttention`: a kernel feature map instead of
+            the softmax, O(N) in the sequence length; Katharopoulos et al. 2020), "random_features"
+            (`RandomFeatureAttention`: positive random features estimating the softmax kernel, O(N); Performer)
+            or "fmm" (`FMMAttention`: banded softmax + low-rank linear attention, O(N); FMMformer).
+        feature_map: the linear attention's φ: "elu" (elu + 1) or "relu".
+        num_random_features, random_feature_kernel, redraw: random-feature attention's number of features
+            per head, kernel ("softmax" or "gaussian") and redraw policy ("never" or "every_step").
+        band_width, fmm_rank: FMM attention's near-field half-width and far-field rank (1 or 2).
+    """
+
+    attention: str = "softmax"
+    feature_map: str = "elu"
+    num_random_features: int = 64
+    random_feature_kernel: str = "softmax"
+    redraw: str = "never"
+    band_width: int = 8
+    fmm_rank: int = 2
+
+    def check_attention(self) -> None:
+        check_choice("attention", self.attention, ATTENTIONS)
+        check_choice("feature_map", self.feature_map, LINEAR_ATTENTION_FEATURE_MAPS)
+        check_range("num_random_features", self.num_random_features, low=1)
+        check_choice("random_feature_kernel", self.random_feature_kernel, RANDOM_FEATURE_KERNELS)
+        check_choice("redraw", self.redraw, RANDOM_FEATURE_REDRAWS)
+        check_range("band_width", self.band_width, low=0)
+        check_range("fmm_rank", self.fmm_rank, low=1, high=2)
+
+    def attention_options(self) -> dict:
+        """The chosen variant's settings, as its layer (`attention_variants.attention_layer`) takes them."""
+        return {"softmax": {}, "linear": {"feature_map": self.feature_map},
+                "random_features": {"num_features": self.num_random_features, "kernel": self.random_feature_kernel,
+                                    "redraw": self.redraw},
+                "fmm": {"band_width": self.band_width, "rank": self.fmm_rank}}[self.attention]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TransformerClassifierConfig(AttentionSettings):
     """Hyperparameters of `build_transformer_classifier`.
 
     Args:
@@ -90,15 +136,8 @@ class TransformerClassifierConfig:
         intermediate_dim: width of each layer's feed-forward block.
         dropout: dropout in the encoder layers and before the head.
         position_encoding: "learned" (a trained embedding per position) or "sine" (fixed).
-        attention: "softmax" (keras-hub's TransformerEncoder), "linear" (`LinearAttention`: a kernel
-            feature map instead of the softmax, O(N) in the sequence length; Katharopoulos et al. 2020),
-            "random_features" (`RandomFeatureAttention`: positive random features estimating the softmax
-            kernel, O(N); Performer) or "fmm" (`FMMAttention`: banded softmax + low-rank linear attention,
-            O(N); FMMformer).
-        feature_map: the linear attention's φ: "elu" (elu + 1) or "relu".
-        num_random_features, random_feature_kernel, redraw: random-feature attention's number of features
-            per head, kernel ("softmax" or "gaussian") and redraw policy ("never" or "every_step").
-        band_width, fmm_rank: FMM attention's near-field half-width and far-field rank (1 or 2).
+        attention, feature_map, num_random_features, random_feature_kernel, redraw, band_width, fmm_rank:
+            the attention variant and its settings (`AttentionSettings`).
         pooling: "mean" (masked mean of the encoder outputs) or "cls" (the output at a [CLS]
             token the model puts in front of every text).
         pretrain_epochs: epochs of masked-LM pretraining of the encoder before the classifier is
@@ -118,13 +157,6 @@ class TransformerClassifierConfig:
     intermediate_dim: int = 128
     dropout: float = 0.1
     position_encoding: str = "learned"
-    attention: str = "softmax"
-    feature_map: str = "elu"
-    num_random_features: int = 64
-    random_feature_kernel: str = "softmax"
-    redraw: str = "never"
-    band_width: int = 8
-    fmm_rank: int = 2
     pooling: str = "mean"
     pretrain_epochs: int = 0
     pretrain_corpus: str = ""
@@ -137,18 +169,10 @@ class TransformerClassifierConfig:
         check_choice("family", self.family, ("transformer_classifier",))
         for name in ("hidden_dim", "num_layers", "num_heads", "intermediate_dim", "sequence_length"):
             check_range(name, getattr(self, name), low=1)
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"`num_heads` must divide `hidden_dim` (each head gets hidden_dim / num_heads "
-                             f"dimensions). Received: hidden_dim={self.hidden_dim}, num_heads={self.num_heads}")
+        check_heads(self.hidden_dim, self.num_heads)
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_choice("position_encoding", self.position_encoding, POSITION_ENCODINGS)
-        check_choice("attention", self.attention, ATTENTIONS)
-        check_choice("feature_map", self.feature_map, LINEAR_ATTENTION_FEATURE_MAPS)
-        check_range("num_random_features", self.num_random_features, low=1)
-        check_choice("random_feature_kernel", self.random_feature_kernel, RANDOM_FEATURE_KERNELS)
-        check_choice("redraw", self.redraw, RANDOM_FEATURE_REDRAWS)
-        check_range("band_width", self.band_width, low=0)
-        check_range("fmm_rank", self.fmm_rank, low=1, high=2)
+        self.check_attention()
         check_choice("pooling", self.pooling, POOLINGS)
         check_range("pretrain_epochs", self.pretrain_epochs, low=0)
         if self.pretrain_corpus and not self.pretrain_epochs:
@@ -158,17 +182,6 @@ class TransformerClassifierConfig:
         check_range("vocabulary_size", self.vocabulary_size, low=3)
         check_range("num_classes", self.num_classes, low=2)
 
-    def attention_options(self) -> dict:
-        """The settings of the chosen attention variant, as its layer takes them ({} for softmax)."""
-        return attention_options(self)
-
-
-def attention_options(config) -> dict:
-    """A transformer config's attention settings for `attention_layer(config.attention, ...)`."""
-    return {"softmax": {}, "linear": {"feature_map": config.feature_map},
-            "random_features": {"num_features": config.num_random_features, "kernel": config.random_feature_kernel,
-                                "redraw": config.redraw},
-            "fmm": {"band_width": config.band_width, "rank": config.fmm_rank}}[config.attention]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -247,6 +260,45 @@ class CharGeneratorConfig:
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_choice("conditioning", self.conditioning, CONDITIONING)
         check_range("category_dim", self.category_dim, low=1)
+        check_range("vocabulary_size", self.vocabulary_size, low=CHARS.count + 1)
+        check_range("num_categories", self.num_categories, low=1)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CharTransformerConfig(AttentionSettings):
+    """Hyperparameters of `build_char_transformer`: a causal (decoder-only) transformer over characters.
+
+    Args:
+        family: always "char_transformer".
+        hidden_dim: size of the character, position and category embeddings and of every layer.
+        num_layers: stacked causal self-attention blocks.
+        num_heads: attention heads per layer; must divide hidden_dim.
+        intermediate_dim: width of each block's feed-forward layer.
+        dropout: dropout in the blocks and on the embeddings.
+        conditioning: "every_step" (the category's embedding is added at every position) or "none".
+        attention and its settings: see `AttentionSettings`; every variant runs causally (masked).
+        sequence_length, vocabulary_size, num_categories: set by kpipe from the preprocessing and data.
+    """
+
+    family: str = "char_transformer"
+    hidden_dim: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    intermediate_dim: int = 256
+    dropout: float = 0.1
+    conditioning: str = "every_step"
+    sequence_length: int = dataclasses.field(default=21, metadata=DERIVED)
+    vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
+    num_categories: int = dataclasses.field(default=1, metadata=DERIVED)
+
+    def __post_init__(self):
+        check_choice("family", self.family, ("char_transformer",))
+        for name in ("hidden_dim", "num_layers", "num_heads", "intermediate_dim", "sequence_length"):
+            check_range(name, getattr(self, name), low=1)
+        check_heads(self.hidden_dim, self.num_heads)
+        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_choice("conditioning", self.conditioning, ("none", "every_step"))
+        self.check_attention()
         check_range("vocabulary_size", self.vocabulary_size, low=CHARS.count + 1)
         check_range("num_categories", self.num_categories, low=1)
 

@@ -26,6 +26,7 @@ from kpipe.errors import KpipeError
 from kpipe.models.char_bigram import CharBigram
 from kpipe.models.char_generator import (END, SPECIAL_TOKENS, START, UNKNOWN, CharGeneratorConfig, CharSampler,
                                          build_char_generator)
+from kpipe.models.char_transformer import CharTransformerConfig, CharTransformerSampler, build_char_transformer
 from kpipe.pipeline_config import PipelineConfig, RunResult
 from kpipe.runs import Run
 from kpipe.preprocessing.configs import NamesPreprocessingConfig  # noqa: F401  (re-exported)
@@ -33,6 +34,9 @@ from kpipe.preprocessing.configs import NamesPreprocessingConfig  # noqa: F401  
 log = logging.getLogger(__name__)
 
 GENERATOR_FILE = "generator.json"
+# model family -> (builder, in-graph sampler)
+GENERATORS = {"char_rnn": (build_char_generator, CharSampler),
+              "char_transformer": (build_char_transformer, CharTransformerSampler)}
 
 
 # === Character vocabulary ===
@@ -104,10 +108,10 @@ def nll_per_char(model: keras.Model, dataset: tf.data.Dataset) -> float:
 class NameGeneratorServing(tf.Module):
     """(prefix, count, temperature, category, top_k, seed) -> `count` names, all in one graph."""
 
-    def __init__(self, model: keras.Model, config: CharGeneratorConfig, vocabulary: CharVocabulary,
-                 categories: list[str], pre: NamesPreprocessingConfig):
+    def __init__(self, model: keras.Model, config: CharGeneratorConfig | CharTransformerConfig,
+                 vocabulary: CharVocabulary, categories: list[str], pre: NamesPreprocessingConfig):
         super().__init__()
-        self.sampler = CharSampler(model, config, pre.max_length)
+        self.sampler = GENERATORS[config.family][1](model, config, pre.max_length)
         self.model = model
         chars = tf.constant(vocabulary.chars)
         ids = tf.range(SPECIAL_TOKENS, SPECIAL_TOKENS + len(vocabulary.chars), dtype=tf.int32)
@@ -165,9 +169,11 @@ def _run_generate(run: Run, config: PipelineConfig) -> RunResult:
     categories = splits.categories
     if not categories and config.model.conditioning != "none":
         log.info("The names have no categories: training without conditioning")
-    model_config: CharGeneratorConfig = dataclasses.replace(
+    derived = {"sequence_length": pre.max_length + 1} if config.model.family == "char_transformer" else {}
+    model_config = dataclasses.replace(
         config.model, vocabulary_size=vocabulary.size, num_categories=max(1, len(categories)),
-        conditioning=config.model.conditioning if categories else "none")
+        conditioning=config.model.conditioning if categories else "none", **derived)
+    build = GENERATORS[model_config.family][0]
     log.info("Characters: %d; categories: %d", len(vocabulary.chars), len(categories))
 
     batch_size = run.global_batch
@@ -175,8 +181,12 @@ def _run_generate(run: Run, config: PipelineConfig) -> RunResult:
     datasets = {name: make_names_dataset(pairs, vocabulary, categories, pre, batch_size=batch_size,
                                          shuffle=name == "train", seed=seed)
                 for name, pairs in (("train", train), ("validation", validation), ("test", test))}
-    model, history = run.train(lambda: build_char_generator(model_config),
-                               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=[],
+    # The recurrent model's padded targets are masked through Keras masks; the transformer's output carries no
+    # mask, so its loss leaves padding (id 0) out itself.
+    ignore = 0 if model_config.family == "char_transformer" else None
+    model, history = run.train(lambda: build(model_config),
+                               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=ignore),
+                               metrics=[],
                                train_data=datasets["train"], validation_data=datasets["validation"])
 
     # === Held-out likelihood: the RNN vs a character bigram on the same test names ===
