@@ -1,9 +1,14 @@
 """g2p-attention on CMUdict: train within a stated CPU budget, then WER/PER on the test split,
-greedy vs beam search from the same trained model, next to published anchors.
+greedy vs beam search from the same trained model, next to published anchors, each labelled with its split.
 
 Budget: `--epochs` passes over the ~114k training pronunciations (early stopping may end sooner);
-the script prints the training time it took. Anchors (CMUdict, stress removed): g2p-seq2seq
-transformer WER 20.2%, Phonetisaurus 24.4%, DBLSTM-CTC 25.8% (Yao & Zweig 2015 report PER too).
+the script prints the training time it took, the validation WER and loss by epoch (the pipeline keeps the
+epoch with the best validation WER), and where the errors are (by word length, apostrophes, digits; the most
+frequent phoneme confusions).
+
+Anchors differ by protocol: the current CMUdict with stress removed (names and acronyms included; kpipe's split
+is of this one) is harder than the older PRONALSYL-2007 CMUdict split most papers report, so only the first group
+compares with kpipe's figures.
 
 Usage: python benchmarks/g2p_attention.py --epochs 10 [--beam 4] [--limit 0]
 """
@@ -57,7 +62,24 @@ def main() -> None:
     beam = error_rates([o.split() for o in outputs], [[r.split() for r in references[s]] for s in sources])
     print(f"beam {args.beam}: WER {100 * beam['word_error_rate']:.2f}%  PER {100 * beam['token_error_rate']:.2f}%  "
           f"({seconds:.1f} s)")
-    print("anchors (WER): g2p-seq2seq transformer 20.2%, Phonetisaurus 24.4%, DBLSTM-CTC 25.8%; target <= 25%")
+
+    print("\nepoch  seconds  loss    val_loss  val WER")
+    for i, h in enumerate(m["history"], 1):
+        print(f"{i:5d}  {h.get('epoch_seconds', float('nan')):7.0f}  {h['loss']:.4f}  {h['val_loss']:.4f}    "
+              f"{100 * h.get('val_word_error_rate', float('nan')):.2f}%")
+    analysis = m["error_analysis"]
+    print("\ntest WER by group (greedy):")
+    for group, row in analysis["word_error_rate_by_group"].items():
+        print(f"  {group:24s} {row['words']:6d} words  {100 * row['word_error_rate']:6.2f}%")
+    print("most frequent phoneme confusions (reference → output; ∅ = missing):")
+    for c in analysis["top_confusions"]:
+        print(f"  {c['reference'] or '∅':>3s} → {c['output'] or '∅':3s} {c['count']:5d}")
+
+    print("\nanchors (WER), current CMUdict without stress (the cmusphinx g2p-seq2seq README and its versions): "
+          "Phonetisaurus 33.89%, 8-gram FST 33.3%, LSTM 2x512 ~31%, FST + transformer 30.3%, transformer 3x256 30.2%")
+    print("anchors (WER), CMUdict PRONALSYL-2007 split (older, easier; not comparable): attention ensemble of 5 "
+          "(Toshniwal & Livescu 2016) 20.2%, Phonetisaurus 24.4%, DBLSTM-CTC (Yao & Zweig 2015) 25.8%")
+    print("target (issue 18): WER <= 28%, PER <= 6.5% on kpipe's split of the current CMUdict")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from kpipe.config import did_you_mean, dumps_toml, from_dict, to_dict
 from kpipe.errors import ConfigError
 from kpipe.task_specs import TASKS
-from kpipe.training_config import TrainingConfig
+from kpipe.training_config import EARLY_STOPPING_MONITORS, TrainingConfig
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
@@ -124,6 +124,10 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
         evaluation=from_dict(EvaluationConfig, sections["evaluation"], path="evaluation"),
         export=from_dict(ExportConfig, sections["export"], path="export"),
     )
+    tasks = EARLY_STOPPING_MONITORS[config.training.early_stopping_monitor]
+    if tasks and task not in tasks:
+        raise ConfigError(f"training.early_stopping_monitor='{config.training.early_stopping_monitor}' is logged by "
+                          f"{' and '.join(tasks)} pipelines only, not {task}; use 'val_loss'")
     if spec.check:
         spec.check(config)
     return config

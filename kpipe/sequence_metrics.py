@@ -41,3 +41,63 @@ def corpus_bleu(hypotheses: list[str], references: list[list[str]]) -> float:
     bleu = keras_hub.metrics.Bleu(max_order=4)
     bleu.update_state(references, hypotheses)
     return float(bleu.result())
+
+
+def alignment(hypothesis: list[str], reference: list[str]) -> list[tuple[str | None, str | None]]:
+    """One minimal edit alignment as (reference token, hypothesis token) pairs: equal tokens and
+    substitutions pair two tokens; a deletion is (token, None), an insertion (None, token)."""
+    rows, cols = len(reference) + 1, len(hypothesis) + 1
+    cost = [[0] * cols for _ in range(rows)]
+    for i in range(rows):
+        cost[i][0] = i
+    for j in range(cols):
+        cost[0][j] = j
+    for i in range(1, rows):
+        for j in range(1, cols):
+            cost[i][j] = min(cost[i - 1][j] + 1, cost[i][j - 1] + 1,
+                             cost[i - 1][j - 1] + (reference[i - 1] != hypothesis[j - 1]))
+    pairs, i, j = [], len(reference), len(hypothesis)
+    while i or j:  # walk back, preferring the diagonal (match or substitution)
+        if i and j and cost[i][j] == cost[i - 1][j - 1] + (reference[i - 1] != hypothesis[j - 1]):
+            pairs.append((reference[i - 1], hypothesis[j - 1]))
+            i, j = i - 1, j - 1
+        elif i and cost[i][j] == cost[i - 1][j] + 1:
+            pairs.append((reference[i - 1], None))
+            i -= 1
+        else:
+            pairs.append((None, hypothesis[j - 1]))
+            j -= 1
+    return pairs[::-1]
+
+
+LENGTH_GROUPS = ((1, 4), (5, 7), (8, 10), (11, 10**9))
+
+
+def error_analysis(sources: list[str], hypotheses: list[list[str]], references: list[list[list[str]]],
+                   top: int = 20) -> dict:
+    """Where the word errors are: the word error rate by source length (characters) and for sources with
+    and without an apostrophe or a digit, and the `top` most frequent token confusions against each
+    word's closest reference ("" stands for a missing token: (ref, "") deleted, ("", hyp) inserted)."""
+    from collections import Counter
+
+    length_names = [f"length {low}-{high}" if high < 10**9 else f"length {low}+" for low, high in LENGTH_GROUPS]
+    order = [*length_names, "with an apostrophe", "without an apostrophe", "with a digit", "without a digit"]
+    groups: dict[str, list[int]] = {group: [0, 0] for group in order}  # group -> [words, wrong], in print order
+    confusions: Counter = Counter()
+
+    def count(group: str, wrong: bool) -> None:
+        groups[group][0] += 1
+        groups[group][1] += wrong
+
+    for source, hypothesis, options in zip(sources, hypotheses, references):
+        distance, closest = min((edit_distance(hypothesis, r), r) for r in options)
+        wrong = distance > 0
+        count(next(name for name, (low, high) in zip(length_names, LENGTH_GROUPS) if low <= len(source) <= high),
+              wrong)
+        count("with an apostrophe" if "'" in source else "without an apostrophe", wrong)
+        count("with a digit" if any(ch.isdigit() for ch in source) else "without a digit", wrong)
+        confusions.update((ref or "", hyp or "") for ref, hyp in alignment(hypothesis, closest) if ref != hyp)
+    return {"word_error_rate_by_group": {group: {"words": words, "word_error_rate": wrong / words}
+                                         for group, (words, wrong) in groups.items() if words},
+            "top_confusions": [{"reference": ref, "output": hyp, "count": n}
+                               for (ref, hyp), n in confusions.most_common(top)]}

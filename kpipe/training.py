@@ -152,6 +152,7 @@ def _iterators_per_epoch(train_data: tf.data.Dataset, strategy: tf.distribute.St
 def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_data: tf.data.Dataset,
                 validation_data: tf.data.Dataset | None, config: TrainingConfig, work_dir: Path,
                 strategy: tf.distribute.Strategy, extra_callbacks: list | tuple = (),
+                metric_callbacks: list | tuple = (),
                 fine_tune: FineTuneSchedule | None = None,
                 weighted_metrics: list | None = None) -> tuple[keras.Model, list[dict[str, float]]]:
     """Build, compile and fit a model under `strategy`, resumable from `work_dir`.
@@ -169,6 +170,8 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
         work_dir: folder for resumable state; created if absent.
         strategy: from `make_strategy`.
         extra_callbacks: more Keras callbacks, run after kpipe's own.
+        metric_callbacks: callbacks that add validation figures to each epoch's logs (e.g.
+            `val_word_error_rate`); they run before early stopping and the checkpoint, so both see them.
         fine_tune: train `fine_tune.frozen_epochs` epochs as built, then unfreeze and train the rest
             of `config.epochs` at `fine_tune.learning_rate`. Early stopping watches the second phase only.
 
@@ -195,14 +198,16 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     def fit(phase: str, initial_epoch: int, epochs: int, early_stopping: bool) -> list[dict[str, float]]:
         stopper = None
         if early_stopping and config.early_stopping_patience:
-            stopper = ResumableEarlyStopping(monitor="val_loss", patience=config.early_stopping_patience,
+            monitor = config.early_stopping_monitor
+            stopper = ResumableEarlyStopping(monitor=monitor, patience=config.early_stopping_patience,
+                                             mode="max" if monitor.endswith("accuracy") else "min",
                                              restore_best_weights=True, verbose=1)
         # Order matters: the timer and early stopping update the epoch's logs and state before the
         # checkpoint saves them.
         checkpoint = EpochCheckpoint(work_dir / phase, write=chief, train_data=train_data, early_stopping=stopper,
                                      iterators_per_epoch=_iterators_per_epoch(train_data, strategy),
                                      initial_epoch=initial_epoch)
-        callbacks = [EpochTimer(), *([stopper] if stopper else []), checkpoint]
+        callbacks = [EpochTimer(), *metric_callbacks, *([stopper] if stopper else []), checkpoint]
         if chief:
             callbacks.append(keras.callbacks.TensorBoard(str(work_dir / "tensorboard")))
         callbacks += list(extra_callbacks)

@@ -10,8 +10,8 @@ STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu"
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 # Config name -> class in keras.optimizers (kpipe.training looks it up there).
 OPTIMIZER_CLASSES = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "sgd": "SGD"}
-STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
-PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+# Early-stopping monitor -> the tasks whose epochs log it (a metric computed on the validation split).
+EARLY_STOPPING_MONITORS = {"val_loss": None, "val_accuracy": ("classify",), "val_word_error_rate": ("translate",)}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -24,8 +24,11 @@ class TrainingConfig:
         learning_rate: optimizer step size.
         optimizer: "adam", "adamw", "rmsprop" or "sgd".
         clipnorm: clip each gradient to this norm (0 = no clipping).
-        early_stopping_patience: stop after this many epochs without a lower validation loss and
-            keep the best weights (0 = train all epochs).
+        early_stopping_patience: stop after this many epochs without a better `early_stopping_monitor`
+            and keep the best weights (0 = train all epochs).
+        early_stopping_monitor: what early stopping watches and keeps the best epoch by: "val_loss"
+            (every task), "val_accuracy" (classify) or "val_word_error_rate" (translate: the validation
+            sources decoded after every epoch, greedy, scored as the test split is).
         strategy: "auto" (multi_worker when TF_CONFIG describes a cluster; otherwise the default
             strategy on CPU, one device for one GPU, mirrored for several), "default", "one_device",
             "mirrored" (all GPUs; without GPUs, all logical CPUs), "multi_worker" (the cluster in
@@ -44,6 +47,7 @@ class TrainingConfig:
     optimizer: str = "adam"
     clipnorm: float = 0.0
     early_stopping_patience: int = 2
+    early_stopping_monitor: str = "val_loss"
     strategy: str = "auto"
     precision: str = "float32"
     worker_timeout_s: float = 300.0
@@ -56,6 +60,7 @@ class TrainingConfig:
         check_choice("optimizer", self.optimizer, OPTIMIZER_CLASSES)
         check_range("clipnorm", self.clipnorm, low=0.0)
         check_range("early_stopping_patience", self.early_stopping_patience, low=0)
+        check_choice("early_stopping_monitor", self.early_stopping_monitor, EARLY_STOPPING_MONITORS)
         check_choice("strategy", self.strategy, STRATEGIES)
         check_choice("precision", self.precision, PRECISIONS)
         check_range("worker_timeout_s", self.worker_timeout_s, low=0.0, low_inclusive=False)

@@ -26,3 +26,34 @@ def test_bleu_is_one_for_exact_outputs_and_lower_otherwise():
     assert corpus_bleu(["the cat sat on the mat today", "a dog ran in the park at noon"], references) == \
         pytest.approx(1.0)
     assert corpus_bleu(["the cat sat on a mat today", "a dog ran in the park at noon"], references) < 0.9
+
+
+def test_alignment_pairs_matches_substitutions_deletions_and_insertions():
+    from kpipe.sequence_metrics import alignment
+
+    assert alignment("K AE T".split(), "K AE T".split()) == [("K", "K"), ("AE", "AE"), ("T", "T")]
+    assert alignment("K EH T".split(), "K AE T".split()) == [("K", "K"), ("AE", "EH"), ("T", "T")]
+    assert alignment("K T".split(), "K AE T".split()) == [("K", "K"), ("AE", None), ("T", "T")]
+    assert alignment("K AE T S".split(), "K AE T".split()) == [("K", "K"), ("AE", "AE"), ("T", "T"), (None, "S")]
+    assert alignment([], ["A"]) == [("A", None)] and alignment(["B"], []) == [(None, "B")]
+
+
+def test_error_analysis_by_hand():
+    from kpipe.sequence_metrics import error_analysis
+
+    sources = ["cat", "o'neil", "b52", "elephants"]
+    hypotheses = [["K", "AE", "T"], ["OW", "N", "IY", "L"], ["B", "IY", "F"], ["EH", "L", "AH", "F", "AH", "N", "T"]]
+    references = [[["K", "AE", "T"]], [["OW", "N", "IY", "L"]], [["B", "IY", "F", "IH", "F", "T", "IY", "T", "UW"]],
+                  [["EH", "L", "AH", "F", "AH", "N", "T", "S"], ["EH", "L", "IH", "F", "AH", "N", "T", "S"]]]
+    report = error_analysis(sources, hypotheses, references, top=10)
+    groups = report["word_error_rate_by_group"]
+    assert groups["length 1-4"] == {"words": 2, "word_error_rate": 0.5}    # cat right, b52 wrong
+    assert groups["length 5-7"] == {"words": 1, "word_error_rate": 0.0}    # o'neil
+    assert groups["length 8-10"] == {"words": 1, "word_error_rate": 1.0}   # elephants: S missing
+    assert groups["with an apostrophe"] == {"words": 1, "word_error_rate": 0.0}
+    assert groups["without an apostrophe"]["word_error_rate"] == 2 / 3
+    assert groups["with a digit"] == {"words": 1, "word_error_rate": 1.0}
+    # b52 lost six phonemes (IH F T IY T UW: T twice), elephants its S against the closest reference (with AH)
+    confusions = {(c["reference"], c["output"]): c["count"] for c in report["top_confusions"]}
+    assert confusions == {("T", ""): 2, ("IH", ""): 1, ("F", ""): 1, ("IY", ""): 1, ("UW", ""): 1, ("S", ""): 1}
+    assert report["top_confusions"][0] == {"reference": "T", "output": "", "count": 2}

@@ -175,3 +175,43 @@ def test_tpu_strategy_without_a_tpu_is_a_one_line_error():
 
     with pytest.raises(ConfigError, match="strategy 'tpu' found no TPU"):
         make_strategy("tpu")
+
+
+class LogsAFigure(keras.callbacks.Callback):
+    """A metric callback: logs a given validation figure per epoch, and keeps each epoch's weights."""
+
+    def __init__(self, values):
+        super().__init__()
+        self.values, self.weights = values, []
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs["val_word_error_rate"] = self.values[epoch]
+        self.weights.append([w.copy() for w in self.model.get_weights()])
+
+
+@pytest.mark.parametrize("monitor, kept_epoch", [("val_word_error_rate", 1), ("val_loss", None)])
+def test_early_stopping_keeps_the_epoch_best_by_its_monitor(tmp_path, monitor, kept_epoch):
+    """The logged error rate is best after epoch 2 (index 1) while the loss keeps falling: watching it keeps
+    epoch 2's weights, and the figure is in the history beside the loss."""
+    figures = LogsAFigure([0.5, 0.3, 0.4, 0.45, 0.5])
+    config = TrainingConfig(epochs=5, early_stopping_patience=3, early_stopping_monitor=monitor,
+                            learning_rate=0.05)
+    model, history = train_model(build, loss="binary_crossentropy", metrics=[], train_data=tiny_data(),
+                                 validation_data=tiny_data(), config=config, work_dir=tmp_path,
+                                 strategy=make_strategy("default"), metric_callbacks=[figures])
+    assert [h["val_word_error_rate"] for h in history] == figures.values[:len(history)]
+    losses = [h["val_loss"] for h in history]
+    assert losses == sorted(losses, reverse=True)  # the loss alone would keep the last epoch
+    kept = kept_epoch if kept_epoch is not None else len(history) - 1
+    for got, expected in zip(model.get_weights(), figures.weights[kept]):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_a_monitor_the_task_does_not_log_is_a_config_error():
+    from kpipe.errors import ConfigError
+    from kpipe.pipelines import load_pipeline
+
+    with pytest.raises(ConfigError, match="early_stopping_monitor='val_word_error_rate' is logged by translate "
+                                          "pipelines only, not classify; use 'val_loss'"):
+        load_pipeline("sentiment-bilstm", ["training.early_stopping_monitor=val_word_error_rate"])
+    assert load_pipeline("g2p-attention", ["training.early_stopping_monitor=val_word_error_rate"])

@@ -34,6 +34,26 @@ def exported(tmp_path_factory):
     return folder, folder / "saved_models" / "g2p-attention" / "1"
 
 
+def test_keeps_the_epoch_that_decodes_the_validation_split_best(exported):
+    """g2p-attention watches val_word_error_rate: every epoch's figure is in the history, and the export
+    decodes the validation sources with exactly the best of them (its weights are that epoch's)."""
+    from kpipe.datasets.pairs import load_pairs
+    from kpipe.pipelines import load_pipeline
+    from kpipe.sequence_metrics import error_rates
+
+    folder, export = exported
+    history = json.loads((export / "metrics.json").read_text())["history"]
+    rates = [h["val_word_error_rate"] for h in history]
+    assert len(rates) >= 2 and all(0 <= r <= 1 for r in rates)
+    config = load_pipeline("g2p-attention", [f"data.path={folder / 'pairs.csv'}", "data.source=file"])
+    references = load_pairs(config.data).references("validation")
+    sources = list(references)
+    loaded = tf.saved_model.load(str(export))
+    outputs = loaded.translate(tf.constant(sources))["output"].numpy()
+    scores = error_rates([o.decode().split() for o in outputs], [[r.split() for r in references[s]] for s in sources])
+    assert scores["word_error_rate"] == pytest.approx(min(rates))
+
+
 def test_learns_the_task_and_reports_error_rates_and_attention(exported):
     _, export = exported
     metrics = json.loads((export / "metrics.json").read_text())

@@ -33,7 +33,7 @@ from kpipe.preprocessing.token_pairs import (
     source_ids,
 )
 from kpipe.runs import Run
-from kpipe.sequence_metrics import corpus_bleu, error_rates
+from kpipe.sequence_metrics import corpus_bleu, error_analysis, error_rates
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,39 @@ def _tokens(text: str, kind: str) -> list[str]:
     return list(text) if kind == "char" else text.split()
 
 
+def score_outputs(outputs: list[str], sources: list[str], references: dict[str, list[str]], kind: str) -> dict:
+    """Word and token error rates of `outputs` (one per source) against each source's references."""
+    return error_rates([_tokens(o, kind) for o in outputs], [[_tokens(r, kind) for r in references[s]] for s in sources])
+
+
+class ValidationDecoding(keras.callbacks.Callback):
+    """After every epoch, decodes the validation sources (greedy) and adds `val_word_error_rate` and
+    `val_token_error_rate` to the epoch's logs: in the history and report beside the loss, and what
+    early stopping can watch (`training.early_stopping_monitor = "val_word_error_rate"`), keeping the
+    epoch that decodes best rather than the one with the lowest loss.
+
+    Args:
+        make_translator: the training model → a `Translator` on its (live) weights; made once.
+        references: validation source → its acceptable outputs.
+        kind: "char" or "word", how the outputs are split into tokens.
+    """
+
+    def __init__(self, make_translator: Callable[[keras.Model], "Translator"], references: dict[str, list[str]],
+                 kind: str):
+        super().__init__()
+        self.make_translator, self.references, self.kind = make_translator, references, kind
+        self.sources = list(references)
+        self.translator = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.translator is None:
+            self.translator = self.make_translator(self.model)
+        outputs, _ = translate_batches(self.translator, self.sources)
+        scores = score_outputs(outputs, self.sources, self.references, self.kind)
+        logs["val_word_error_rate"] = scores["word_error_rate"]
+        logs["val_token_error_rate"] = scores["token_error_rate"]
+
+
 # === Running the pipeline ===
 
 def run_translate(config: PipelineConfig) -> RunResult:
@@ -109,8 +142,12 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
         built[id(parts.model)] = parts
         return parts.model
 
+    greedy = dataclasses.replace(model_config, beam_width=1)  # validation decoding: fast, and what is compared
+    decoding = ([ValidationDecoding(lambda m: Translator(built[id(m)], source_table, target_table, pre, greedy),
+                                    splits.references("validation"), pre.target_tokens)]
+                if splits.validation else [])
     model, history = run.train(build, loss="sparse_categorical_crossentropy", metrics=[], train_data=train_ds,
-                               validation_data=validation_ds)
+                               validation_data=validation_ds, metric_callbacks=decoding)
     translator = Translator(built[id(model)], source_table, target_table, pre, model_config)
 
     # === Test split: every distinct source once, right if the output matches any reference ===
@@ -119,14 +156,15 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     started = time.perf_counter()
     outputs, attention = translate_batches(translator, sources)
     decode_seconds = time.perf_counter() - started
-    scores = error_rates([_tokens(o, pre.target_tokens) for o in outputs],
-                         [[_tokens(r, pre.target_tokens) for r in references[s]] for s in sources])
+    scores = score_outputs(outputs, sources, references, pre.target_tokens)
     metrics = {
         **run.common_metrics(history),
         "data": {"source": config.data.describe(), **splits.sizes(), "test_sources": len(sources)},
         "word_error_rate": scores["word_error_rate"],
         "token_error_rate": scores["token_error_rate"],
         "decoding": "greedy" if model_config.beam_width == 1 else f"beam {model_config.beam_width}",
+        "error_analysis": error_analysis(sources, [_tokens(o, pre.target_tokens) for o in outputs],
+                                         [[_tokens(r, pre.target_tokens) for r in references[s]] for s in sources]),
         "decode_seconds": round(decode_seconds, 2),
         "examples": [{"source": s, "output": o, "references": references[s]} for s, o in
                      list(zip(sources, outputs))[:20]],
