@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import math
 import os
 import sys
 import time
@@ -81,6 +82,11 @@ def _tpu_strategy() -> tf.distribute.Strategy:
         raise ConfigError(f"strategy 'tpu' found no TPU ({str(error).splitlines()[0][:200]}); run on a TPU VM, "
                           "or use --strategy auto") from None
     return tf.distribute.TPUStrategy(resolver)
+
+
+def cosine_rate(base: float, epoch: int, epochs: int) -> float:
+    """The cosine schedule's rate for `epoch` (0-based) of `epochs`: base at epoch 0, falling towards 0."""
+    return base * 0.5 * (1 + math.cos(math.pi * epoch / epochs))
 
 
 class EpochTimer(keras.callbacks.Callback):
@@ -208,6 +214,10 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
                                      iterators_per_epoch=_iterators_per_epoch(train_data, strategy),
                                      initial_epoch=initial_epoch)
         callbacks = [EpochTimer(), *metric_callbacks, *([stopper] if stopper else []), checkpoint]
+        if config.learning_rate_schedule == "cosine":
+            base = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))  # this phase's rate
+            callbacks.insert(0, keras.callbacks.LearningRateScheduler(
+                lambda epoch: cosine_rate(base, epoch, config.epochs)))
         if chief:
             callbacks.append(keras.callbacks.TensorBoard(str(work_dir / "tensorboard")))
         callbacks += list(extra_callbacks)

@@ -10,6 +10,7 @@ STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu"
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 # Config name -> class in keras.optimizers (kpipe.training looks it up there).
 OPTIMIZER_CLASSES = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "sgd": "SGD"}
+LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 # Early-stopping monitor -> the tasks whose epochs log it (a metric computed on the validation split).
 EARLY_STOPPING_MONITORS = {"val_loss": None, "val_accuracy": ("classify",), "val_word_error_rate": ("translate",)}
 
@@ -21,7 +22,10 @@ class TrainingConfig:
     Args:
         epochs: maximum number of passes over the training split.
         batch_size: examples per replica per step; the global batch is this times the replicas.
-        learning_rate: optimizer step size.
+        learning_rate: optimizer step size (at the first epoch, with a schedule).
+        learning_rate_schedule: "constant", or "cosine": epoch e of E trains at
+            learning_rate · (1 + cos(π e / E)) / 2, from the full rate down towards 0 at the last epoch
+            (a function of the epoch alone, so a resumed run trains at the rates it would have).
         optimizer: "adam", "adamw", "rmsprop" or "sgd".
         clipnorm: clip each gradient to this norm (0 = no clipping).
         early_stopping_patience: stop after this many epochs without a better `early_stopping_monitor`
@@ -44,6 +48,7 @@ class TrainingConfig:
     epochs: int = 5
     batch_size: int = 64
     learning_rate: float = 1e-3
+    learning_rate_schedule: str = "constant"
     optimizer: str = "adam"
     clipnorm: float = 0.0
     early_stopping_patience: int = 2
@@ -57,6 +62,7 @@ class TrainingConfig:
         check_range("epochs", self.epochs, low=1)
         check_range("batch_size", self.batch_size, low=1)
         check_range("learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
+        check_choice("learning_rate_schedule", self.learning_rate_schedule, LEARNING_RATE_SCHEDULES)
         check_choice("optimizer", self.optimizer, OPTIMIZER_CLASSES)
         check_range("clipnorm", self.clipnorm, low=0.0)
         check_range("early_stopping_patience", self.early_stopping_patience, low=0)

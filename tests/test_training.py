@@ -215,3 +215,27 @@ def test_a_monitor_the_task_does_not_log_is_a_config_error():
                                           "pipelines only, not classify; use 'val_loss'"):
         load_pipeline("sentiment-bilstm", ["training.early_stopping_monitor=val_word_error_rate"])
     assert load_pipeline("g2p-attention", ["training.early_stopping_monitor=val_word_error_rate"])
+
+
+def test_cosine_schedule_trains_each_epoch_at_its_rate_and_resumes_at_the_same_rates(tmp_path):
+    import math
+
+    config = TrainingConfig(epochs=4, early_stopping_patience=0, learning_rate=0.02, learning_rate_schedule="cosine")
+    kwargs = dict(loss="binary_crossentropy", metrics=[], train_data=tiny_data(), validation_data=tiny_data(),
+                  config=config, strategy=make_strategy("default"))
+    seen = []
+    rate = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(
+        float(keras.ops.convert_to_numpy(model_holder[0].optimizer.learning_rate))))
+    model_holder = []
+    grab = keras.callbacks.LambdaCallback(on_train_begin=lambda logs: model_holder.append(grab.model))
+    _, history = train_model(build, work_dir=tmp_path / "whole", extra_callbacks=[grab, rate], **kwargs)
+    expected = [0.02 * (1 + math.cos(math.pi * e / 4)) / 2 for e in range(4)]  # 0.02, 0.01707, 0.01, 0.00293
+    np.testing.assert_allclose(seen, expected, rtol=1e-6)
+
+    with pytest.raises(KeyboardInterrupt):
+        train_model(build, work_dir=tmp_path / "killed", extra_callbacks=[Crash(after_epoch=1)], **kwargs)
+    seen.clear()
+    model_holder.clear()
+    _, resumed = train_model(build, work_dir=tmp_path / "killed", extra_callbacks=[grab, rate], **kwargs)
+    np.testing.assert_allclose(seen, expected[2:], rtol=1e-6)  # epochs 3 and 4 at their own rates
+    np.testing.assert_allclose([h["loss"] for h in resumed], [h["loss"] for h in history], rtol=1e-5)
