@@ -1,15 +1,17 @@
-"""names-char: held-out NLL vs a character bigram, and batched sampling vs the tutorial loop, one run.
+"""Name generators: held-out NLL vs a character bigram, and batched sampling vs the tutorial loop, one run.
 
-1. Trains `names-char` (or takes an existing export with --model) and prints its test NLL per character
-   beside the bigram model's (fitted on the same training names, scored on the same test names).
-   Target: the RNN's NLL at least 15 % below the bigram's.
+1. Trains each --pipeline (default: names-char; add names-transformer to compare the causal transformer), or
+   takes existing exports with --model (repeatable), and prints every model's test NLL per character beside
+   the bigram model's (fitted on the same training names, scored on the same test names: the pipelines share
+   the data split). Target: the RNN's NLL at least 15 % below the bigram's.
 2. Sampling speed on the same trained model, same machine:
      batched   the export's `generate` signature: --count names in one call (one tf.while_loop)
      tutorial  the usual loop: one Keras model call per character per name, on the growing sequence,
                names one after another, in Python
    Target: batched ≥ 50× more names per second.
 
-Usage: python benchmarks/names_char.py [--model saved_models/names-char/1] [--count 1000] [--loop-names 30]
+Usage: python benchmarks/names_char.py [--pipeline names-char --pipeline names-transformer]
+           [--model saved_models/names-char/1 ...] [--count 1000] [--loop-names 30]
 """
 
 from __future__ import annotations
@@ -24,31 +26,41 @@ import numpy as np
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", help="an existing names-char export (default: train one now)")
+    parser.add_argument("--model", action="append", default=[], help="an existing export (repeatable)")
+    parser.add_argument("--pipeline", action="append", default=[],
+                        help="a pipeline to train now (repeatable; default names-char when no --model)")
     parser.add_argument("--set", action="append", default=[], help="overrides when training, e.g. training.epochs=5")
     parser.add_argument("--count", type=int, default=1000, help="names per batched call")
     parser.add_argument("--loop-names", type=int, default=30, help="names sampled by the tutorial loop")
     args = parser.parse_args()
 
+    from kpipe.pipelines import load_pipeline, run_pipeline
+
+    exports = list(args.model)
+    for name in args.pipeline or ([] if exports else ["names-char"]):
+        started = time.perf_counter()
+        exports.append(str(run_pipeline(load_pipeline(name, args.set)).export_dir))
+        print(f"{name}: trained in {time.perf_counter() - started:.0f} s -> {exports[-1]}", flush=True)
+    for export in exports:
+        measure(export, args)
+
+
+def measure(export: str, args) -> None:
+    """Print one export's test NLL beside the bigram's, and its sampling speed beside the tutorial loop."""
     import keras
     import tensorflow as tf
 
-    import kpipe.models.char_generator  # noqa: F401  (registers the custom layer for model.keras)
+    import kpipe.models.char_generator  # noqa: F401  (registers the custom layers for model.keras)
+    import kpipe.models.char_transformer  # noqa: F401
     from kpipe.models.char_generator import END, START
-    from kpipe.pipelines import load_pipeline, run_pipeline
 
-    if args.model:
-        export = args.model
-    else:
-        started = time.perf_counter()
-        export = str(run_pipeline(load_pipeline("names-char", args.set)).export_dir)
-        print(f"trained in {time.perf_counter() - started:.0f} s -> {export}", flush=True)
     metrics = json.load(open(os.path.join(export, "metrics.json")))
     spec = json.load(open(os.path.join(export, "generator.json")))
 
     # === 1. Likelihood ===
-    print(f"\n# {os.cpu_count()} CPUs · {metrics['data']['train']:,} training / {metrics['data']['test']:,} test "
-          f"(name, country) examples · {metrics['epochs_trained']} epochs")
+    print(f"\n## {metrics['pipeline']} ({export})")
+    print(f"# {os.cpu_count()} CPUs · {metrics['data']['train']:,} training / {metrics['data']['test']:,} test "
+          f"(name, country) examples · {metrics['epochs_trained']} epochs, {metrics['train_seconds_this_run']:.0f} s")
     print(f"{'test NLL per character (nats)':34s} {'model':>8s} {'bigram':>8s}")
     print(f"{'':34s} {metrics['test_nll_per_char']:8.4f} {metrics['bigram_nll_per_char']:8.4f}   "
           f"model {100 * metrics['nll_reduction_vs_bigram']:.1f}% lower (target ≥ 15%)")

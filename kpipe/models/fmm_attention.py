@@ -29,23 +29,37 @@ _MASKED = -1e9  # score of a key outside the band or padded: exp() of it is 0 ne
 def banded_softmax_attention(q, k, v, band_width: int, causal: bool, key_mask=None):
     """Softmax attention where query i sees only keys j with |i − j| ≤ band_width (j ≤ i too, if causal).
 
-    Each query gathers its window of 2·band_width + 1 keys (band_width + 1 if causal): memory and time
-    O(N · band_width), never the N × N score matrix. q, k, v: (batch, time, heads, key_dim).
+    Cut into blocks of band_width positions, a query's band lies within its own block and the blocks on either
+    side (the one before, if causal): each block of queries attends to those 3 (2) blocks of keys with dense
+    matrix products and a fixed band mask, so time and memory are O(N · band_width), never N × N.
+    q, k, v: (batch, time, heads, key_dim).
     """
-    time = ops.shape(k)[1]
-    last_offset = 0 if causal else band_width
-    window = band_width + last_offset + 1
-    padding = [[0, 0], [band_width, last_offset], [0, 0], [0, 0]]
-    # Position t + o of the padded keys is key t + o − band_width: the window of query t, o = 0 … window − 1.
-    positions = ops.arange(time)[:, None] + ops.arange(window)[None, :]
-    k_windows = ops.take(ops.pad(k, padding), positions, axis=1)  # (batch, time, window, heads, key_dim)
-    v_windows = ops.take(ops.pad(v, padding), positions, axis=1)
-    real = ops.ones(ops.shape(k)[:2], dtype="bool") if key_mask is None else ops.cast(key_mask, "bool")
-    real_windows = ops.take(ops.pad(real, [[0, 0], [band_width, last_offset]], constant_values=False), positions,
-                            axis=1)  # (batch, time, window): False outside the sequence and on padding
-    scores = ops.einsum("bthd,btwhd->bthw", q, k_windows) / math.sqrt(q.shape[-1])
-    scores = ops.where(real_windows[:, :, None, :], scores, ops.cast(_MASKED, scores.dtype))
-    return ops.einsum("bthw,btwhd->bthd", ops.softmax(scores, axis=-1), v_windows)
+    block = max(band_width, 1)
+    batch, time, heads, key_dim = ops.shape(q)[0], ops.shape(q)[1], q.shape[2], q.shape[3]
+    blocks = (time + block - 1) // block
+    pad = blocks * block - time
+    real = ops.ones((batch, time), dtype="bool") if key_mask is None else ops.cast(key_mask, "bool")
+
+    def by_block(x):  # (batch, time, ...) → (batch, blocks, block, ...), padded at the end
+        x = ops.pad(x, [[0, 0], [0, pad]] + [[0, 0]] * (len(x.shape) - 2))
+        return ops.reshape(x, (batch, blocks, block, *x.shape[2:]))
+
+    def with_neighbours(x):  # (batch, blocks, block, ...) → (batch, blocks, 3·block or 2·block, ...)
+        x = ops.pad(x, [[0, 0], [1, 1]] + [[0, 0]] * (len(x.shape) - 2))  # an empty block on each side
+        parts = [x[:, :-2], x[:, 1:-1]] + ([] if causal else [x[:, 2:]])
+        return ops.concatenate(parts, axis=2)
+
+    k_context, v_context = with_neighbours(by_block(k)), with_neighbours(by_block(v))
+    real_context = with_neighbours(by_block(real))  # (batch, blocks, context): False on padding and outside
+    # Query i of a block and context key j are (j − block) − i positions apart.
+    context = 2 * block if causal else 3 * block
+    offset = ops.arange(context)[None, :] - block - ops.arange(block)[:, None]
+    band = (ops.abs(offset) <= band_width) & ((offset <= 0) if causal else True)  # (block, context)
+    scores = ops.einsum("bnqhd,bnkhd->bnhqk", by_block(q), k_context) / math.sqrt(key_dim)
+    allowed = band[None, None, None, :, :] & real_context[:, :, None, None, :]
+    scores = ops.where(allowed, scores, ops.cast(_MASKED, scores.dtype))
+    out = ops.einsum("bnhqk,bnkhd->bnqhd", ops.softmax(scores, axis=-1), v_context)
+    return ops.reshape(out, (batch, blocks * block, heads, key_dim))[:, :time]
 
 
 @keras.saving.register_keras_serializable(package="kpipe")
