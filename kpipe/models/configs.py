@@ -78,10 +78,14 @@ class RNNClassifierConfig:
         check_range("num_classes", self.num_classes, low=2)
 
 
-def check_heads(hidden_dim: int, num_heads: int) -> None:
-    if hidden_dim % num_heads:
-        raise ValueError(f"`num_heads` must divide `hidden_dim` (each head gets hidden_dim / num_heads "
-                         f"dimensions). Received: hidden_dim={hidden_dim}, num_heads={num_heads}")
+def check_transformer_sizes(config) -> None:
+    """The sizes every transformer config has: positive, heads dividing the width, dropout in [0, 1)."""
+    for name in ("hidden_dim", "num_layers", "num_heads", "intermediate_dim", "sequence_length"):
+        check_range(name, getattr(config, name), low=1)
+    if config.hidden_dim % config.num_heads:
+        raise ValueError(f"`num_heads` must divide `hidden_dim` (each head gets hidden_dim / num_heads dimensions). "
+                         f"Received: hidden_dim={config.hidden_dim}, num_heads={config.num_heads}")
+    check_range("dropout", config.dropout, low=0.0, high=1.0, high_inclusive=False)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -167,10 +171,7 @@ class TransformerClassifierConfig(AttentionSettings):
 
     def __post_init__(self):
         check_choice("family", self.family, ("transformer_classifier",))
-        for name in ("hidden_dim", "num_layers", "num_heads", "intermediate_dim", "sequence_length"):
-            check_range(name, getattr(self, name), low=1)
-        check_heads(self.hidden_dim, self.num_heads)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_transformer_sizes(self)
         check_choice("position_encoding", self.position_encoding, POSITION_ENCODINGS)
         self.check_attention()
         check_choice("pooling", self.pooling, POOLINGS)
@@ -293,10 +294,7 @@ class CharTransformerConfig(AttentionSettings):
 
     def __post_init__(self):
         check_choice("family", self.family, ("char_transformer",))
-        for name in ("hidden_dim", "num_layers", "num_heads", "intermediate_dim", "sequence_length"):
-            check_range(name, getattr(self, name), low=1)
-        check_heads(self.hidden_dim, self.num_heads)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_transformer_sizes(self)
         check_choice("conditioning", self.conditioning, ("none", "every_step"))
         self.check_attention()
         check_range("vocabulary_size", self.vocabulary_size, low=CHARS.count + 1)
