@@ -32,7 +32,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-
 ATTENTIONS = ["softmax", "linear", "random_features", "fmm"]
 HIDDEN, HEADS, INTERMEDIATE = 64, 4, 128
 

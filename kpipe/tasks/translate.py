@@ -77,7 +77,8 @@ def _tokens(text: str, kind: str) -> list[str]:
 
 def score_outputs(outputs: list[str], sources: list[str], references: dict[str, list[str]], kind: str) -> dict:
     """Word and token error rates of `outputs` (one per source) against each source's references."""
-    return error_rates([_tokens(o, kind) for o in outputs], [[_tokens(r, kind) for r in references[s]] for s in sources])
+    return error_rates([_tokens(o, kind) for o in outputs],
+                       [[_tokens(r, kind) for r in references[s]] for s in sources])
 
 
 class ValidationDecoding(keras.callbacks.Callback):
