@@ -97,7 +97,7 @@ def test_names_transformer_runs_end_to_end_and_generates(tmp_path):
     """The causal transformer through the same pipeline: report beside the bigram, export with the same
     `generate` signature, a prefix kept and names that end."""
     run = subprocess.run([sys.executable, "-m", "kpipe", "run", "names-transformer", "--set", "training.epochs=1",
-                          "--set", "data.limit=2000", "--set", "model.hidden_dim=16", "--set",
+                          "--set", "data.limit=800", "--set", "model.hidden_dim=16", "--set",
                           "model.intermediate_dim=32", "--set", "model.attention=linear", "--set",
                           'data.categories=["italy", "japan"]'],
                          cwd=tmp_path, capture_output=True, text=True, timeout=600)

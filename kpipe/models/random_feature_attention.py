@@ -63,14 +63,12 @@ class RandomFeatureAttention(ProjectedAttention):
         m, d = self.num_features, self.key_dim
         if not self.orthogonal:
             return keras.random.normal((m, d), seed=self.seed_generator)
-        blocks = []
-        for _ in range(math.ceil(m / d)):
-            q, r = ops.linalg.qr(keras.random.normal((d, d), seed=self.seed_generator))
-            # Signs of R's diagonal: without them QR's convention tilts every row one way (a biased estimate);
-            # with them the rows are uniformly random directions (Mezzadri 2007).
-            q = q * ops.sign(ops.diagonal(r))[None, :]
-            blocks.append(ops.transpose(q))  # d orthonormal rows
-        rows = ops.concatenate(blocks, axis=0)[:m]
+        blocks = math.ceil(m / d)
+        q, r = ops.linalg.qr(keras.random.normal((blocks, d, d), seed=self.seed_generator))  # one batched QR
+        # Signs of R's diagonal: without them QR's convention tilts every row one way (a biased estimate);
+        # with them the rows are uniformly random directions (Mezzadri 2007).
+        q = q * ops.sign(ops.diagonal(r, axis1=-2, axis2=-1))[:, None, :]
+        rows = ops.reshape(ops.transpose(q, (0, 2, 1)), (blocks * d, d))[:m]  # d orthonormal rows per block
         # Orthonormal rows have norm 1; Gaussian rows have chi-distributed norms: give them those.
         norms = ops.sqrt(ops.sum(ops.square(keras.random.normal((m, d), seed=self.seed_generator)), axis=1))
         return rows * norms[:, None]
