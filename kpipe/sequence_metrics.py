@@ -8,15 +8,18 @@ that reference's length, summed over words.
 from __future__ import annotations
 
 
+def _edit_costs(a: list[str], b: list[str]) -> list[list[int]]:
+    """Levenshtein table: cost[i][j] turns a[:i] into b[:j] (insertions, deletions, substitutions)."""
+    cost = [[i + j if not (i and j) else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i, x in enumerate(a, 1):
+        for j, y in enumerate(b, 1):
+            cost[i][j] = min(cost[i - 1][j] + 1, cost[i][j - 1] + 1, cost[i - 1][j - 1] + (x != y))
+    return cost
+
+
 def edit_distance(a: list[str], b: list[str]) -> int:
     """Levenshtein distance between two token lists (insertions, deletions, substitutions)."""
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1]
+    return _edit_costs(a, b)[-1][-1]
 
 
 def error_rates(hypotheses: list[list[str]], references: list[list[list[str]]]) -> dict[str, float]:
@@ -46,16 +49,7 @@ def corpus_bleu(hypotheses: list[str], references: list[list[str]]) -> float:
 def alignment(hypothesis: list[str], reference: list[str]) -> list[tuple[str | None, str | None]]:
     """One minimal edit alignment as (reference token, hypothesis token) pairs: equal tokens and
     substitutions pair two tokens; a deletion is (token, None), an insertion (None, token)."""
-    rows, cols = len(reference) + 1, len(hypothesis) + 1
-    cost = [[0] * cols for _ in range(rows)]
-    for i in range(rows):
-        cost[i][0] = i
-    for j in range(cols):
-        cost[0][j] = j
-    for i in range(1, rows):
-        for j in range(1, cols):
-            cost[i][j] = min(cost[i - 1][j] + 1, cost[i][j - 1] + 1,
-                             cost[i - 1][j - 1] + (reference[i - 1] != hypothesis[j - 1]))
+    cost = _edit_costs(reference, hypothesis)
     pairs, i, j = [], len(reference), len(hypothesis)
     while i or j:  # walk back, preferring the diagonal (match or substitution)
         if i and j and cost[i][j] == cost[i - 1][j - 1] + (reference[i - 1] != hypothesis[j - 1]):

@@ -75,10 +75,14 @@ def _tokens(text: str, kind: str) -> list[str]:
     return list(text) if kind == "char" else text.split()
 
 
+def tokenized(outputs: list[str], sources: list[str], references: dict[str, list[str]], kind: str):
+    """(outputs as token lists, each source's references as token lists), as the error rates take them."""
+    return [_tokens(o, kind) for o in outputs], [[_tokens(r, kind) for r in references[s]] for s in sources]
+
+
 def score_outputs(outputs: list[str], sources: list[str], references: dict[str, list[str]], kind: str) -> dict:
     """Word and token error rates of `outputs` (one per source) against each source's references."""
-    return error_rates([_tokens(o, kind) for o in outputs],
-                       [[_tokens(r, kind) for r in references[s]] for s in sources])
+    return error_rates(*tokenized(outputs, sources, references, kind))
 
 
 class ValidationDecoding(keras.callbacks.Callback):
@@ -157,15 +161,15 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     started = time.perf_counter()
     outputs, attention = translate_batches(translator, sources)
     decode_seconds = time.perf_counter() - started
-    scores = score_outputs(outputs, sources, references, pre.target_tokens)
+    hypotheses, reference_tokens = tokenized(outputs, sources, references, pre.target_tokens)
+    scores = error_rates(hypotheses, reference_tokens)
     metrics = {
         **run.common_metrics(history),
         "data": {"source": config.data.describe(), **splits.sizes(), "test_sources": len(sources)},
         "word_error_rate": scores["word_error_rate"],
         "token_error_rate": scores["token_error_rate"],
         "decoding": "greedy" if model_config.beam_width == 1 else f"beam {model_config.beam_width}",
-        "error_analysis": error_analysis(sources, [_tokens(o, pre.target_tokens) for o in outputs],
-                                         [[_tokens(r, pre.target_tokens) for r in references[s]] for s in sources]),
+        "error_analysis": error_analysis(sources, hypotheses, reference_tokens),
         "decode_seconds": round(decode_seconds, 2),
         "examples": [{"source": s, "output": o, "references": references[s]} for s, o in
                      list(zip(sources, outputs))[:20]],
