@@ -80,6 +80,18 @@ def check_forecast_config(config: "PipelineConfig") -> None:
 def check_word2vec_config(config: "PipelineConfig") -> None:
     if config.training.early_stopping_patience:
         raise ConfigError("word2vec has no validation split to stop early on; set training.early_stopping_patience=0")
+    group = config.preprocessing.negatives_shared_by
+    if config.training.batch_size % group:
+        raise ConfigError(f"training.batch_size={config.training.batch_size} is not a multiple of "
+                          f"preprocessing.negatives_shared_by={group}; make it one (e.g. {group * 64})")
+    if config.model.sparse_updates:
+        if config.training.optimizer != "sgd":
+            raise ConfigError(f'model.sparse_updates trains by plain SGD, not training.optimizer='
+                              f'"{config.training.optimizer}"; set training.optimizer="sgd" (learning_rate is '
+                              'then the step per pair, e.g. 0.025) or model.sparse_updates=false')
+        if config.training.learning_rate_schedule != "constant":
+            raise ConfigError("model.sparse_updates decays the learning rate linearly itself; set "
+                              'training.learning_rate_schedule="constant"')
 
 
 TASKS = {spec.name: spec for spec in (

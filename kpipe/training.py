@@ -145,7 +145,8 @@ def _outside_strategy(model: keras.Model, build: Callable[[], keras.Model], stra
 def _compile(model: keras.Model, config: TrainingConfig, learning_rate: float, loss, metrics,
              weighted_metrics) -> None:
     optimizer = OPTIMIZERS[config.optimizer](learning_rate=learning_rate, clipnorm=config.clipnorm or None)
-    model.compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics)
+    model.compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics,
+                  steps_per_execution=config.steps_per_execution)
 
 
 def _iterators_per_epoch(train_data: tf.data.Dataset, strategy: tf.distribute.Strategy) -> int:

@@ -40,6 +40,9 @@ class TrainingConfig:
         precision: "float32", "mixed_float16" (GPUs; the loss is scaled) or "mixed_bfloat16"
             (GPUs and recent CPUs): layers compute in 16 bits and keep float32 weights; output
             layers stay float32.
+        steps_per_execution: training batches per call from Python into TensorFlow; more cuts the
+            per-step overhead of small, fast steps (the progress bar and batch callbacks then update
+            once per call).
         worker_timeout_s: multi_worker only: how long to wait for every worker to join, and for
             any exchange between workers, before failing.
         seed: seeds weights, dropout and shuffling, so the same command gives the same run.
@@ -55,6 +58,7 @@ class TrainingConfig:
     early_stopping_monitor: str = "val_loss"
     strategy: str = "auto"
     precision: str = "float32"
+    steps_per_execution: int = 1
     worker_timeout_s: float = 300.0
     seed: int = 1337
 
@@ -69,4 +73,5 @@ class TrainingConfig:
         check_choice("early_stopping_monitor", self.early_stopping_monitor, EARLY_STOPPING_MONITORS)
         check_choice("strategy", self.strategy, STRATEGIES)
         check_choice("precision", self.precision, PRECISIONS)
+        check_range("steps_per_execution", self.steps_per_execution, low=1)
         check_range("worker_timeout_s", self.worker_timeout_s, low=0.0, low_inclusive=False)

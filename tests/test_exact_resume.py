@@ -89,3 +89,36 @@ def test_resume_in_either_phase_of_fine_tuning(tmp_path, fine_tune_reference, cr
     with pytest.raises(KeyboardInterrupt):
         train(tmp_path / "interrupted", crash_after=crash_after, fine_tune=SCHEDULE)
     assert_same_run(train(tmp_path / "interrupted", fine_tune=SCHEDULE), fine_tune_reference)
+
+
+# === word2vec: a fresh draw of pairs each epoch, sparse SGD with a decaying rate ===
+
+def train_word2vec(work_dir, crash_after=None):
+    from kpipe.models.word2vec import Word2VecConfig, build_skipgram
+    from kpipe.models.word2vec_sgd import SparseSGDTrainer
+    from kpipe.preprocessing.skipgrams import SkipGramConfig, build_corpus, make_skipgram_dataset
+
+    lines = ["the cat sat on the mat", "the dog sat on the log", "a cat and a dog", "the mat and the log"] * 30
+    pre = SkipGramConfig(min_count=1, negatives=3, negatives_shared_by=4, subsample=0.05)
+    corpus = build_corpus(lines, pre)
+    config = TrainingConfig(epochs=4, batch_size=32, optimizer="sgd", learning_rate=0.05,
+                            early_stopping_patience=0, seed=7)
+    keras.utils.set_random_seed(config.seed)  # as a run does before it builds its datasets
+    dataset = make_skipgram_dataset(corpus, pre, batch_size=32, seed=config.seed, batches_per_block=3)
+    model_config = Word2VecConfig(vocabulary_size=len(corpus.words), embedding_dim=8, negatives=3)
+    return train_model(lambda: SparseSGDTrainer(build_skipgram(model_config), total_steps=40), loss=None,
+                       metrics=[], train_data=dataset, validation_data=None, config=config, work_dir=work_dir,
+                       strategy=make_strategy("default"),
+                       extra_callbacks=[Crash(crash_after)] if crash_after is not None else [])
+
+
+@pytest.mark.parametrize("crash_after", [0, 2])
+def test_word2vec_resumes_with_the_same_pairs_and_rates(tmp_path, crash_after):
+    reference = train_word2vec(tmp_path / "reference")
+    with pytest.raises(KeyboardInterrupt):
+        train_word2vec(tmp_path / "run", crash_after)
+    resumed = train_word2vec(tmp_path / "run")
+    for row_a, row_b in zip(without_timing(reference[1]), without_timing(resumed[1])):
+        assert row_a == pytest.approx(row_b, rel=1e-6)
+    for wa, wb in zip(reference[0].get_weights(), resumed[0].get_weights()):
+        np.testing.assert_allclose(wa, wb, rtol=1e-6, atol=1e-7)

@@ -69,11 +69,18 @@ CORPUS_MISTAKES = {
     "no words": ("... !!!\n???\n", [], "the corpus has no words"),
     "min_count removes everything": ("a b c\nb c\n", ["--set", "preprocessing.min_count=9"],
                                      "min_count=9 leaves 0 of the corpus's 3 distinct words"),
+    "sparse updates with Adam": ("a b c\n", ["--set", "training.optimizer=adam"],
+                                 'model.sparse_updates trains by plain SGD, not training.optimizer="adam"'),
+    "batch not a multiple of the noise group": ("a b c\n", ["--set", "training.batch_size=1000"],
+                                                "training.batch_size=1000 is not a multiple of "
+                                                "preprocessing.negatives_shared_by=32"),
+    "sparse updates with a cosine schedule": ("a b c\n", ["--set", "training.learning_rate_schedule=cosine"],
+                                              "decays the learning rate linearly itself"),
 }
 
 
 @pytest.mark.parametrize("case", CORPUS_MISTAKES)
-def test_bad_corpora_are_one_line_exit_2(case, tmp_path, capsys, monkeypatch):
+def test_bad_corpora_and_settings_are_one_line_exit_2(case, tmp_path, capsys, monkeypatch):
     text, extra, message = CORPUS_MISTAKES[case]
     (tmp_path / "corpus.txt").write_text(text)
     monkeypatch.chdir(tmp_path)
@@ -83,8 +90,12 @@ def test_bad_corpora_are_one_line_exit_2(case, tmp_path, capsys, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
 
 
-def test_cbow_option_trains_and_exports(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "word2vec-bible", "--set", 'model.family="cbow"',
+DENSE = ["--set", "model.sparse_updates=false", "--set", "training.optimizer=adam", "--set", "training.learning_rate=0.004"]
+
+
+@pytest.mark.parametrize("training", [[], DENSE], ids=["sparse SGD", "Keras Adam, noise words expanded per example"])
+def test_cbow_option_trains_and_exports(tmp_path, training):
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "word2vec-bible", "--set", 'model.family="cbow"', *training,
                           "--set", "data.limit=2000", "--set", "training.epochs=1", "--set", "preprocessing.min_count=3",
                           "--set", "model.embedding_dim=8"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]

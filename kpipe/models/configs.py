@@ -389,12 +389,17 @@ class Word2VecConfig:
         family: "skipgram" (predict each context word from the target) or "cbow" (predict the target
             from the mean of its context words).
         embedding_dim: size of the word vectors.
+        sparse_updates: train as word2vec does, by plain SGD on the rows each batch uses
+            (`kpipe.models.word2vec_sgd`; `training.optimizer = "sgd"`, `training.learning_rate` is
+            word2vec's α per pair, decayed linearly over the run); false: Keras' optimizer on the
+            mean loss, which updates (and, for Adam, keeps moments for) every row at every step.
         vocabulary_size: words (set by kpipe from the corpus).
         negatives: noise words per pair (set by kpipe from `preprocessing.negatives`).
     """
 
     family: str = "skipgram"
     embedding_dim: int = 100
+    sparse_updates: bool = False
     vocabulary_size: int = dataclasses.field(default=10000, metadata=DERIVED)
     negatives: int = dataclasses.field(default=5, metadata=DERIVED)
     window: int = dataclasses.field(default=5, metadata=DERIVED)

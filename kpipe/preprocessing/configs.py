@@ -117,6 +117,9 @@ class SkipGramConfig:
         max_vocabulary: keep at most this many words, most frequent first (0 = no cap).
         window: maximum distance between a target and a context word.
         negatives: noise words per (target, context) pair.
+        negatives_shared_by: consecutive (shuffled) pairs that share one draw of the `negatives` noise
+            words (1: a draw per pair, as word2vec; larger groups make the noise scores one matrix
+            product and touch far fewer rows per step). `training.batch_size` must be a multiple of it.
         subsample: the frequency threshold t of subsampling (0 = keep every token).
         lowercase: lower-case the text before splitting it into words.
     """
@@ -125,6 +128,7 @@ class SkipGramConfig:
     max_vocabulary: int = 0
     window: int = 5
     negatives: int = 5
+    negatives_shared_by: int = 1
     subsample: float = 1e-3
     lowercase: bool = True
 
@@ -133,6 +137,7 @@ class SkipGramConfig:
         check_range("max_vocabulary", self.max_vocabulary, low=0)
         check_range("window", self.window, low=1)
         check_range("negatives", self.negatives, low=1)
+        check_range("negatives_shared_by", self.negatives_shared_by, low=1)
         check_range("subsample", self.subsample, low=0.0)
 
 

@@ -18,9 +18,12 @@ import tensorflow as tf
 from kpipe import export
 from kpipe.datasets.corpus import load_corpus
 from kpipe.embeddings import WordVectors, write_glove_text
+from kpipe.errors import ConfigError
 from kpipe.models.word2vec import Word2VecConfig, build_cbow, build_skipgram, negative_sampling_loss
+from kpipe.models.word2vec_sgd import SparseSGDTrainer, expand_shared_negatives
 from kpipe.pipeline_config import PipelineConfig, RunResult
-from kpipe.preprocessing.skipgrams import SkipGramConfig, build_corpus, corpus_words, make_skipgram_dataset
+from kpipe.preprocessing.skipgrams import (SkipGramConfig, build_corpus, corpus_words, epoch_examples,
+                                           make_skipgram_dataset)
 from kpipe.runs import Run
 
 log = logging.getLogger(__name__)
@@ -76,10 +79,31 @@ def _run_word2vec(run: Run, config: PipelineConfig) -> RunResult:
     cbow = model_config.family == "cbow"
     log.info("Vocabulary %d words (min_count %d), %d tokens", len(corpus.words), pre.min_count, len(corpus.ids))
     batch_size = run.global_batch
-    dataset = make_skipgram_dataset(corpus, pre, batch_size=batch_size, seed=config.training.seed, cbow=cbow)
-    build = build_cbow if cbow else build_skipgram
-    model, history = run.train(lambda: build(model_config), loss=negative_sampling_loss, metrics=[],
-                               train_data=dataset, validation_data=None)
+    # The sparse trainer takes blocks of batches, `steps_per_execution` of them, and loops over them itself.
+    dataset = make_skipgram_dataset(corpus, pre, batch_size=batch_size, seed=config.training.seed, cbow=cbow,
+                                    batches_per_block=config.training.steps_per_execution * model_config.sparse_updates)
+    build_model = build_cbow if cbow else build_skipgram
+    if model_config.sparse_updates:
+        if run.strategy.num_replicas_in_sync > 1:
+            raise ConfigError(f"model.sparse_updates trains on one device, not {run.strategy.num_replicas_in_sync} "
+                              "replicas; use --strategy default, or model.sparse_updates=false")
+        # The linear decay needs the run's length in steps: one epoch's draw times the epochs
+        # (epochs differ by a fraction of a percent in their number of pairs).
+        examples = len(epoch_examples(corpus, pre, [config.training.seed, 0], cbow)[0])
+        total_steps = config.training.epochs * -(-examples // batch_size)
+
+        def build():
+            return SparseSGDTrainer(build_model(model_config), total_steps=total_steps)
+    else:
+        def build():
+            return build_model(model_config)
+    if not model_config.sparse_updates and pre.negatives_shared_by > 1:  # the Keras model takes a row per example
+        dataset = dataset.map(lambda inputs, labels: ((*inputs[:2], expand_shared_negatives(
+            inputs[2], tf.shape(inputs[1])[0])), labels))
+    # (The sparse trainer computes its loss itself.)
+    trained, history = run.train(build, loss=None if model_config.sparse_updates else negative_sampling_loss,
+                                 metrics=[], train_data=dataset, validation_data=None)
+    model = trained.word2vec if model_config.sparse_updates else trained
     table = model.get_layer("word_vectors").embeddings.numpy()
     vectors = WordVectors(corpus.words, table[:len(corpus.words)])  # (CBOW's extra padding row left out)
     words_per_second = corpus_words(corpus) * len(history) / sum(h.get("epoch_seconds", 0) for h in history) \
