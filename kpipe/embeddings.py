@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from kpipe import vector_cache
 from kpipe.config import did_you_mean
 from kpipe.datasets.embedded import package_dir
 from kpipe.errors import DataError, KpipeError
@@ -265,6 +266,9 @@ def load_word_vectors(source: str, *, expected_dim: int | None = None) -> WordVe
         source: a packaged name, a path (plain, .gz or .bz2), "archive.zip:member.txt", or a .zip with one .txt.
         expected_dim: raise if the vectors have another dimension (e.g. the model's embedding_dim).
 
+    A text file is parsed once: later loads of the unchanged file map a binary copy kept in the
+    cache folder (`kpipe.vector_cache`; the matrix is then read-only).
+
     Raises:
         DataError: missing or empty file, malformed line, wrong dimension.
         MissingDependencyError: the package of a packaged name is not installed.
@@ -279,7 +283,14 @@ def load_word_vectors(source: str, *, expected_dim: int | None = None) -> WordVe
         words = pd.read_parquet(folder / "glove_6B_index.parquet")["index"].astype(str).tolist()
         vectors = WordVectors(words, np.load(folder / "glove_6B_50d_emb.npy"))
     else:
-        vectors = _parse(*_locate(source))
+        path, data, name = _locate(source)
+        cached = vector_cache.read(path) if path is not None else None
+        if cached is not None:
+            vectors = WordVectors(*cached)
+        else:
+            vectors = _parse(path, data, name)
+            if path is not None:
+                vector_cache.write(path, vectors.words, vectors.matrix)
     if expected_dim is not None and vectors.dim != expected_dim:
         raise DataError(f"{source} has {vectors.dim}-dimensional vectors but the config asks for "
                         f"embedding_dim={expected_dim}; set model.embedding_dim={vectors.dim}")

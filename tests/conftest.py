@@ -1,8 +1,12 @@
 """Shared fixtures. Synthetic data lives only here, in tests; no test touches the network."""
 
 import os
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Parsed word-vector files are cached per user (kpipe.vector_cache): the tests' copies go to a
+# folder of their own (subprocesses inherit it), not into the developer's ~/.cache.
+os.environ.setdefault("KPIPE_CACHE_DIR", tempfile.mkdtemp(prefix="kpipe-test-cache-"))
 
 import numpy as np
 import pandas as pd

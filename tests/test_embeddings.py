@@ -141,3 +141,37 @@ def test_cli_word_tools(capsys, tmp_path):
     assert len(err) == 1 and "'zebra' is not in the vocabulary" in err[0]
     assert main(["neighbors", "cat", "--vectors", str(tmp_path / "missing.txt")]) == 2
     assert "word vector file not found" in capsys.readouterr().err
+
+
+def test_a_parsed_file_is_mapped_from_the_cache_next_time_until_it_changes(tmp_path, monkeypatch):
+    import kpipe.embeddings as embeddings
+
+    monkeypatch.setenv("KPIPE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "vectors.txt"
+    path.write_text("the 0.5 -1.25\ncat 2 3e-2\n")
+    first = load_word_vectors(str(path))
+
+    def no_parsing(*args):
+        raise AssertionError("parsed again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(embeddings, "_parse", no_parsing)
+        again = load_word_vectors(str(path))
+    assert again.words == first.words == ["the", "cat"]
+    np.testing.assert_array_equal(again.matrix, first.matrix)
+    np.testing.assert_allclose(again.matrix, [[0.5, -1.25], [2, 0.03]])
+    assert isinstance(again.matrix, np.memmap) and not again.matrix.flags.writeable
+
+    path.write_text("the 1 1\ndog 2 2\nowl 3 3\n")  # another file at the same path: parsed again
+    changed = load_word_vectors(str(path))
+    assert changed.words == ["the", "dog", "owl"] and changed.matrix[2].tolist() == [3, 3]
+
+
+def test_an_unwritable_cache_only_costs_the_parse(tmp_path, monkeypatch):
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("")
+    monkeypatch.setenv("KPIPE_CACHE_DIR", str(blocker))
+    path = tmp_path / "vectors.txt"
+    path.write_text("the 0.5 -1.25\n")
+    for _ in range(2):
+        assert load_word_vectors(str(path)).vector("the").tolist() == [0.5, -1.25]
