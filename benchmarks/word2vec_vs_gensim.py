@@ -129,7 +129,8 @@ def main() -> None:
         return f"{min(rates):,.0f}–{max(rates):,.0f}"
 
     print(f"{'':28s} {'median words/s':>15s}   range over {args.repeats} runs")
-    print(f"{'gensim Word2Vec (sg=1)':28s} {gensim_median:15,.0f}   {spread(gensim_rates)}   (workers={os.cpu_count()})")
+    print(f"{'gensim Word2Vec (sg=1)':28s} {gensim_median:15,.0f}   {spread(gensim_rates)}   "
+          f"(workers={os.cpu_count()})")
     print(f"{'kpipe word2vec-bible':28s} {kpipe_median:15,.0f}   {spread(kpipe_rates)}")
     print(f"kpipe / gensim: {kpipe_median / gensim_median:.2f}x (medians; target ≥ 0.5x); run by run: "
           + ", ".join(f"{k / g:.2f}x" for k, g in zip(kpipe_rates, gensim_rates)))

@@ -146,5 +146,6 @@ class SparseSGDTrainer(keras.Model):
                 return i + 1, loss_sum + loss
 
         _, loss_sum = tf.while_loop(lambda i, _: i < batches, step, (tf.constant(0), tf.constant(0.0)))
-        self.loss_tracker.update_state(loss_sum / tf.cast(batches, tf.float32), sample_weight=tf.cast(batches, tf.float32))
+        count = tf.cast(batches, tf.float32)
+        self.loss_tracker.update_state(loss_sum / count, sample_weight=count)  # each batch counts once
         return {"loss": self.loss_tracker.result()}
