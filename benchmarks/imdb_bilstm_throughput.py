@@ -46,9 +46,9 @@ from kpipe.preprocessing.text import (bucket_boundaries, fit_vocabulary, make_te
 warnings.filterwarnings("ignore", message="Your input ran out of data")  # unknown-size tf.data epochs
 
 
-def compiled(model, config):
+def compiled(model, config, steps_per_execution: int = 1):
     model.compile(optimizer=keras.optimizers.Adam(config.training.learning_rate), loss="binary_crossentropy",
-                  metrics=["accuracy"])
+                  metrics=["accuracy"], steps_per_execution=steps_per_execution)
     return model
 
 
@@ -64,7 +64,7 @@ def kpipe_setup(splits, config, vocabulary, buckets: bool):
 
     keras.utils.set_random_seed(config.training.seed)
     model_config = dataclasses.replace(config.model, vocabulary_size=len(vocabulary), num_classes=2)
-    model = compiled(build_rnn_classifier(model_config), config)
+    model = compiled(build_rnn_classifier(model_config), config, config.training.steps_per_execution)
     train = dataset(splits.train, shuffle=True, seed=config.training.seed, boundaries=boundaries)
     return model, train, dataset(splits.validation, boundaries=boundaries), dataset(splits.test)
 
