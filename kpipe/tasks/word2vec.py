@@ -73,37 +73,35 @@ def run_word2vec(config: PipelineConfig) -> RunResult:
 
 def _run_word2vec(run: Run, config: PipelineConfig) -> RunResult:
     pre: SkipGramConfig = config.preprocessing
+    sparse = config.model.sparse_updates
+    if sparse and run.strategy.num_replicas_in_sync > 1:  # before the corpus is read
+        raise ConfigError(f"model.sparse_updates trains on one device, not {run.strategy.num_replicas_in_sync} "
+                          "replicas; use --strategy default, or model.sparse_updates=false")
     corpus = build_corpus(load_corpus(config.data), pre)
     model_config: Word2VecConfig = dataclasses.replace(config.model, vocabulary_size=len(corpus.words),
                                                        negatives=pre.negatives, window=pre.window)
     cbow = model_config.family == "cbow"
     log.info("Vocabulary %d words (min_count %d), %d tokens", len(corpus.words), pre.min_count, len(corpus.ids))
     batch_size = run.global_batch
-    # The sparse trainer takes blocks of batches, `steps_per_execution` of them, and loops over them itself.
-    dataset = make_skipgram_dataset(corpus, pre, batch_size=batch_size, seed=config.training.seed, cbow=cbow,
-                                    batches_per_block=config.training.steps_per_execution * model_config.sparse_updates)
     build_model = build_cbow if cbow else build_skipgram
-    if model_config.sparse_updates:
-        if run.strategy.num_replicas_in_sync > 1:
-            raise ConfigError(f"model.sparse_updates trains on one device, not {run.strategy.num_replicas_in_sync} "
-                              "replicas; use --strategy default, or model.sparse_updates=false")
-        # The linear decay needs the run's length in steps: one epoch's draw times the epochs
-        # (epochs differ by a fraction of a percent in their number of pairs).
+    if sparse:
+        # Blocks of `steps_per_execution` batches, which the trainer loops over itself. Its linear decay
+        # needs the run's length in steps: one epoch's draw times the epochs (epochs differ by a
+        # fraction of a percent in their number of pairs). It computes its loss itself.
+        dataset = make_skipgram_dataset(corpus, pre, batch_size=batch_size, seed=config.training.seed, cbow=cbow,
+                                        batches_per_block=config.training.steps_per_execution)
         examples = len(epoch_examples(corpus, pre, [config.training.seed, 0], cbow)[0])
         total_steps = config.training.epochs * -(-examples // batch_size)
-
-        def build():
-            return SparseSGDTrainer(build_model(model_config), total_steps=total_steps)
+        trained, history = run.train(lambda: SparseSGDTrainer(build_model(model_config), total_steps=total_steps),
+                                     loss=None, metrics=[], train_data=dataset, validation_data=None)
+        model = trained.word2vec
     else:
-        def build():
-            return build_model(model_config)
-    if not model_config.sparse_updates and pre.negatives_shared_by > 1:  # the Keras model takes a row per example
-        dataset = dataset.map(lambda inputs, labels: ((*inputs[:2], expand_shared_negatives(
-            inputs[2], tf.shape(inputs[1])[0])), labels))
-    # (The sparse trainer computes its loss itself.)
-    trained, history = run.train(build, loss=None if model_config.sparse_updates else negative_sampling_loss,
-                                 metrics=[], train_data=dataset, validation_data=None)
-    model = trained.word2vec if model_config.sparse_updates else trained
+        dataset = make_skipgram_dataset(corpus, pre, batch_size=batch_size, seed=config.training.seed, cbow=cbow)
+        if pre.negatives_shared_by > 1:  # the Keras model takes a row of noise words per example
+            dataset = dataset.map(lambda inputs, labels: ((*inputs[:2], expand_shared_negatives(
+                inputs[2], tf.shape(inputs[1])[0])), labels))
+        model, history = run.train(lambda: build_model(model_config), loss=negative_sampling_loss, metrics=[],
+                                   train_data=dataset, validation_data=None)
     table = model.get_layer("word_vectors").embeddings.numpy()
     vectors = WordVectors(corpus.words, table[:len(corpus.words)])  # (CBOW's extra padding row left out)
     words_per_second = corpus_words(corpus) * len(history) / sum(h.get("epoch_seconds", 0) for h in history) \

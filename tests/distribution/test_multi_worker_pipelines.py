@@ -60,3 +60,14 @@ def test_word2vec_and_translate_train_under_two_workers(tmp_path, pipeline, over
     root = tmp_path / "saved_models" / pipeline
     assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["1"]
 
+
+
+def test_sparse_word2vec_under_two_workers_is_one_line_exit_2(tmp_path):
+    command = [sys.executable, "-m", "kpipe", "run", "word2vec-bible", "--strategy", "multi_worker",
+               "--set", "data.limit=300", "--set", "preprocessing.min_count=2"]
+    for rc, out, err in finish(start_workers(command, tmp_path)):
+        errors = [line for line in err.splitlines() if line.startswith("kpipe: error")]
+        assert rc == 2, err[-2000:]
+        assert errors == [err.strip().splitlines()[-1]] and "Traceback" not in err, err[-2000:]
+        assert "model.sparse_updates trains on one device, not 2 replicas" in errors[0]
+    assert not (tmp_path / "saved_models" / "word2vec-bible" / "1").exists()
