@@ -16,6 +16,7 @@ CELL_CLASSES = {"lstm": "LSTM", "gru": "GRU"}
 EMBEDDING_TRAINING = ("trainable", "frozen", "two_phase")
 POSITION_ENCODINGS = ("learned", "sine")
 POOLINGS = ("mean", "cls")
+RNN_POOLINGS = ("last", "max", "mean", "max_mean")  # what the recurrent stack hands the head
 ATTENTIONS = ("softmax", "linear", "random_features", "fmm")
 LINEAR_ATTENTION_FEATURE_MAPS = ("elu", "relu")  # φ of LinearAttention: elu(x) + 1, or relu(x)
 RANDOM_FEATURE_KERNELS = ("softmax", "gaussian")  # what RandomFeatureAttention's features approximate
@@ -37,6 +38,9 @@ class RNNClassifierConfig:
         bidirectional: wrap every recurrent layer in `Bidirectional`.
         dropout: dropout on each recurrent layer's inputs and before the head.
         recurrent_dropout: dropout on the recurrent state (note: any value > 0 rules out cuDNN).
+        pooling: what the last recurrent layer hands the head: "last" (its final state; both
+            directions' when bidirectional), or the masked "max", "mean" or both concatenated
+            ("max_mean") of its outputs over every non-padding token.
         pretrained_embeddings: word vectors to start the embedding from ("glove:6B.50d", or a
             GloVe/word2vec text file; see `kpipe.embeddings`); "" learns it from scratch. Used by
             the classify pipeline; `embedding_dim` must match the vectors.
@@ -57,6 +61,7 @@ class RNNClassifierConfig:
     bidirectional: bool = True
     dropout: float = 0.0
     recurrent_dropout: float = 0.0
+    pooling: str = "last"
     pretrained_embeddings: str = ""
     embedding_training: str = "trainable"
     frozen_epochs: int = 2
@@ -71,6 +76,7 @@ class RNNClassifierConfig:
         check_layer_sizes("units", self.units)
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
         check_range("recurrent_dropout", self.recurrent_dropout, low=0.0, high=1.0, high_inclusive=False)
+        check_choice("pooling", self.pooling, RNN_POOLINGS)
         check_choice("embedding_training", self.embedding_training, EMBEDDING_TRAINING)
         check_range("frozen_epochs", self.frozen_epochs, low=1)
         check_range("fine_tune_learning_rate", self.fine_tune_learning_rate, low=0.0, low_inclusive=False)
@@ -425,6 +431,9 @@ class BagOfNgramsConfig:
         max_features: keep the this many most frequent n-grams of the training split (the
             words are standardized and split as `preprocessing` says; its vocabulary_size and
             sequence_length are for sequence models: n-gram models read whole texts).
+        char_ngrams: 0 for words only; N adds character 1- to N-grams of the lower-cased texts,
+            punctuation kept (emoticons, "!!", hashtags, misspellings: worth it on short texts).
+        max_char_features: keep this many most frequent character n-grams.
         weighting: "tfidf" (sublinear term frequency x smooth idf, rows scaled to unit length),
             "binary" (1 per n-gram present) or "nb" (binary scaled by naive-Bayes log-count ratios,
             NBSVM-style; with more than two classes, one ratio per class against the rest).
@@ -439,6 +448,8 @@ class BagOfNgramsConfig:
     family: str = "bag_of_ngrams"
     ngrams: int = 2
     max_features: int = 200000
+    char_ngrams: int = 0
+    max_char_features: int = 200000
     weighting: str = "nb"
     nb_alpha: float = 1.0
     hidden_units: int = 0
@@ -451,6 +462,8 @@ class BagOfNgramsConfig:
         check_choice("family", self.family, ("bag_of_ngrams",))
         check_range("ngrams", self.ngrams, low=1, high=3)
         check_range("max_features", self.max_features, low=2)
+        check_range("char_ngrams", self.char_ngrams, low=0, high=8)
+        check_range("max_char_features", self.max_char_features, low=2)
         check_choice("weighting", self.weighting, NGRAM_WEIGHTINGS)
         check_range("nb_alpha", self.nb_alpha, low=0.0, low_inclusive=False)
         check_range("hidden_units", self.hidden_units, low=0)

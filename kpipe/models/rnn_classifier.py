@@ -6,6 +6,7 @@ import logging
 
 import keras
 
+from kpipe.models.masked_pooling import MaskedMaxPooling, MaskedMeanPooling
 from kpipe.models.recurrent_cells import CELLS
 from kpipe.models.configs import EMBEDDING_TRAINING, RNNClassifierConfig  # noqa: F401  (re-exported)
 
@@ -45,14 +46,22 @@ def build_rnn_classifier(config: RNNClassifierConfig, *, embeddings_initializer=
                                embeddings_initializer=embeddings_initializer,
                                trainable=trainable_embeddings, name="embedding")(token_ids)
 
-    # === Recurrent stack: every layer but the last returns the full sequence ===
+    # === Recurrent stack: every layer but the last returns the full sequence (the last too when pooled) ===
+    pooled = config.pooling != "last"
     for i, units in enumerate(config.units):
         last = i == len(config.units) - 1
-        layer = CELLS[config.cell](units, return_sequences=not last, dropout=config.dropout,
+        layer = CELLS[config.cell](units, return_sequences=pooled or not last, dropout=config.dropout,
                                    recurrent_dropout=config.recurrent_dropout, name=f"{config.cell}_{i}")
         if config.bidirectional:
             layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{i}")
         x = layer(x)
+
+    # === Pooling over the non-padding tokens (the mask travels with x) ===
+    if pooled:
+        poolings = {"max": [MaskedMaxPooling(name="max_pooling")], "mean": [MaskedMeanPooling(name="mean_pooling")],
+                    "max_mean": [MaskedMaxPooling(name="max_pooling"), MaskedMeanPooling(name="mean_pooling")]}
+        outputs = [pooling(x) for pooling in poolings[config.pooling]]
+        x = outputs[0] if len(outputs) == 1 else keras.layers.Concatenate(name="pooled")(outputs)
 
     # === Head (float32 even under mixed precision, for a stable loss) ===
     if config.dropout:

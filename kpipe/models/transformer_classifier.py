@@ -15,33 +15,9 @@ import keras
 from kpipe.tokens import WORDPIECE_CLS
 from kpipe.models.configs import TransformerClassifierConfig  # noqa: F401  (re-exported)
 from kpipe.models.attention_variants import VariantTransformerEncoder
+from kpipe.models.masked_pooling import MaskedMeanPooling  # noqa: F401  (re-exported)
 
 CLS_ID = WORDPIECE_CLS
-
-
-@keras.saving.register_keras_serializable(package="kpipe")
-class MaskedMeanPooling(keras.layers.Layer):
-    """Mean over the time steps that are not padding: (batch, time, dim), mask → (batch, dim).
-
-    An all-padding row (an empty text) gives zeros, not NaN.
-    """
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True
-
-    def call(self, inputs, mask=None):
-        if mask is None:
-            return keras.ops.mean(inputs, axis=1)
-        weights = keras.ops.cast(mask, inputs.dtype)[:, :, None]
-        total = keras.ops.sum(inputs * weights, axis=1)
-        return total / keras.ops.maximum(keras.ops.sum(weights, axis=1), keras.ops.cast(1.0, inputs.dtype))
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0], input_shape[2])
 
 
 def build_transformer_classifier(config: TransformerClassifierConfig) -> keras.Model:

@@ -2,12 +2,16 @@
 
 The features a TF-IDF + logistic regression script uses, computed inside the graph so the exported
 SavedModel takes raw strings: Keras' `TextVectorization` counts the word n-grams of the training
-vocabulary (sparse counts), then
+vocabulary (sparse counts), optionally followed by a second block of character n-grams (lower-cased,
+punctuation kept: ":)", "!!" and "#" carry sentiment in short texts), then
 
     "tfidf"   (1 + log count) * idf, each row scaled to unit L2 norm (scikit-learn's TfidfVectorizer
               with sublinear_tf=True and its smooth idf: ln((1 + n) / (1 + df)) + 1)
     "binary"  1 for every n-gram present (also the input of naive-Bayes weighting, see
               `nb_log_count_ratios`)
+
+With character n-grams each block is normalized on its own, as scikit-learn's word and character
+TfidfVectorizers stacked side by side are.
 
 Whole documents are used, however long: no truncation, so the end of a long review counts too.
 """
@@ -27,15 +31,22 @@ log = logging.getLogger(__name__)
 WEIGHTINGS = ("tfidf", "binary", "nb")
 
 
+CHAR_PREFIX = "char:"  # marks the character n-grams in `NgramFeatures.vocabulary()`
+
+
 class NgramFeatures(tf.Module):
     """Strings -> sparse (batch, features) float32 n-gram features; fitted with `fit_ngram_features`.
 
-    Feature 0 is Keras' out-of-vocabulary bucket: it is always zero here, so it carries no signal.
+    The word n-grams come first, then (with `char_vectorizer`) the character n-grams. The first
+    feature of each block is Keras' out-of-vocabulary bucket: always zero here, so it carries no signal.
     """
 
-    def __init__(self, vectorizer: keras.layers.TextVectorization, idf: np.ndarray, weighting: str):
+    def __init__(self, vectorizer: keras.layers.TextVectorization, idf: np.ndarray, weighting: str,
+                 char_vectorizer: keras.layers.TextVectorization | None = None):
         super().__init__(name="ngram_features")
         self.vectorizer = vectorizer
+        self.char_vectorizer = char_vectorizer
+        self.word_size = vectorizer.vocabulary_size()  # the first character feature
         self.idf = tf.constant(idf, tf.float32)
         self.weighting = weighting
 
@@ -43,27 +54,47 @@ class NgramFeatures(tf.Module):
     def size(self) -> int:
         return int(self.idf.shape[0])
 
+    def vocabulary(self) -> list[str]:
+        """One name per feature: the word n-grams, then "char:" + each character n-gram (escaped, one line each)."""
+        words = [str(w) for w in self.vectorizer.get_vocabulary()]
+        if self.char_vectorizer is None:
+            return words
+        # Keras joins the characters of an n-gram with a space ("r e a", "t  " for "t "): every other one is the join.
+        chars = [str(g) if i == 0 else str(g)[::2] for i, g in enumerate(self.char_vectorizer.get_vocabulary())]
+        return words + [CHAR_PREFIX + g.encode("unicode_escape").decode("ascii") for g in chars]
+
     def counts(self, texts: tf.Tensor) -> tf.SparseTensor:
-        counts = self.vectorizer(tf.reshape(texts, [-1, 1]))  # 2-D input: the sparse path needs it
-        in_vocabulary = tf.not_equal(counts.indices[:, 1], 0)
-        counts = tf.sparse.retain(counts, in_vocabulary)
+        texts = tf.reshape(texts, [-1, 1])  # 2-D input: the sparse path needs it
+        blocks = [self._block_counts(self.vectorizer, texts)]
+        if self.char_vectorizer is not None:
+            blocks.append(self._block_counts(self.char_vectorizer, texts))
+        counts = blocks[0] if len(blocks) == 1 else tf.sparse.concat(1, blocks)
         return tf.SparseTensor(counts.indices, tf.cast(counts.values, tf.float32), counts.dense_shape)
+
+    @staticmethod
+    def _block_counts(vectorizer, texts: tf.Tensor) -> tf.SparseTensor:
+        counts = vectorizer(texts)
+        return tf.sparse.retain(counts, tf.not_equal(counts.indices[:, 1], 0))
 
     def __call__(self, texts: tf.Tensor) -> tf.SparseTensor:
         counts = self.counts(texts)
         if self.weighting != "tfidf":
             return tf.SparseTensor(counts.indices, tf.ones_like(counts.values), counts.dense_shape)
         values = (1.0 + tf.math.log(counts.values)) * tf.gather(self.idf, counts.indices[:, 1])
-        rows = counts.indices[:, 0]
-        norms = tf.math.sqrt(tf.math.unsorted_segment_sum(values * values, rows,
-                                                          tf.cast(counts.dense_shape[0], tf.int32)))
-        return tf.SparseTensor(counts.indices, values / tf.gather(norms, rows), counts.dense_shape)
+        # One L2 norm per (row, block): segment 2 * row for the words, 2 * row + 1 for the characters.
+        block = tf.cast(counts.indices[:, 1] >= self.word_size, tf.int64)
+        segments = 2 * counts.indices[:, 0] + block
+        norms = tf.math.sqrt(tf.math.unsorted_segment_sum(values * values, segments,
+                                                          2 * tf.cast(counts.dense_shape[0], tf.int32)))
+        return tf.SparseTensor(counts.indices, values / tf.gather(norms, segments), counts.dense_shape)
 
 
 def fit_ngram_features(texts: np.ndarray, labels: np.ndarray, config: TextPreprocessingConfig, *, num_classes: int,
-                       ngrams: int, max_features: int, weighting: str) -> tuple[NgramFeatures, np.ndarray]:
+                       ngrams: int, max_features: int, weighting: str, char_ngrams: int = 0,
+                       max_char_features: int = 0) -> tuple[NgramFeatures, np.ndarray]:
     """The n-gram vocabulary (the `max_features` most frequent n-grams, words standardized and split
-    as `config` says) and their idf, from the training texts only.
+    as `config` says) and their idf, from the training texts only. With `char_ngrams` = N > 0, also
+    the `max_char_features` most frequent character 1- to N-grams of the lower-cased texts.
 
     Returns:
         (the features, the document frequency of each n-gram per class: (num_classes, features)),
@@ -72,9 +103,16 @@ def fit_ngram_features(texts: np.ndarray, labels: np.ndarray, config: TextPrepro
     vectorizer = keras.layers.TextVectorization(
         max_tokens=max_features, standardize=STANDARDIZE[config.standardize], split=SPLIT[config.split],
         ngrams=ngrams, output_mode="count", sparse=True, name="ngram_vectorization")
-    vectorizer.adapt(tf.data.Dataset.from_tensor_slices(np.asarray(texts, dtype=str)).batch(1024))
-    size = vectorizer.vocabulary_size()
-    features = NgramFeatures(vectorizer, np.ones(size, np.float32), weighting)
+    text_batches = tf.data.Dataset.from_tensor_slices(np.asarray(texts, dtype=str)).batch(1024)
+    vectorizer.adapt(text_batches)
+    char_vectorizer = None
+    if char_ngrams:
+        char_vectorizer = keras.layers.TextVectorization(
+            max_tokens=max_char_features, standardize="lower", split="character", ngrams=char_ngrams,
+            output_mode="count", sparse=True, name="char_ngram_vectorization")
+        char_vectorizer.adapt(text_batches)
+    size = vectorizer.vocabulary_size() + (char_vectorizer.vocabulary_size() if char_vectorizer else 0)
+    features = NgramFeatures(vectorizer, np.ones(size, np.float32), weighting, char_vectorizer)
     class_df = np.zeros((num_classes, size), np.float64)
     for batch_texts, batch_labels in tf.data.Dataset.from_tensor_slices(
             (np.asarray(texts, dtype=str), np.asarray(labels))).batch(1024):
@@ -82,9 +120,12 @@ def fit_ngram_features(texts: np.ndarray, labels: np.ndarray, config: TextPrepro
         rows, columns = counts.indices[:, 0].numpy(), counts.indices[:, 1].numpy()
         np.add.at(class_df, (batch_labels.numpy()[rows], columns), 1.0)  # each n-gram once per text
     idf = np.log((1.0 + len(texts)) / (1.0 + class_df.sum(axis=0))) + 1.0
-    idf[0] = 0.0  # the out-of-vocabulary bucket
+    idf[0] = 0.0  # the out-of-vocabulary buckets
+    if char_vectorizer is not None:
+        idf[features.word_size] = 0.0
     features.idf = tf.constant(idf, tf.float32)
-    log.info("N-gram features: %d (1- to %d-grams, %s)", size, ngrams, weighting)
+    log.info("N-gram features: %d (word 1- to %d-grams%s, %s)", size, ngrams,
+             f"; {size - features.word_size} character 1- to {char_ngrams}-grams" if char_ngrams else "", weighting)
     return features, class_df
 
 
@@ -103,13 +144,14 @@ def nb_log_count_ratios(class_df: np.ndarray, *, alpha: float = 1.0) -> np.ndarr
         (features, 1) for two classes, else (features, num_classes), float32.
     """
     num_classes, size = class_df.shape
-    sums = class_df[:, 1:]  # leave out the out-of-vocabulary bucket (never set), whose ratio stays 0
+    seen = class_df.sum(axis=0) > 0  # leaves out the out-of-vocabulary buckets (never set): their ratio stays 0
+    sums = class_df[:, seen]
     classes = [1] if num_classes == 2 else range(num_classes)
     ratios = np.zeros((size, len(classes)), np.float64)
     for j, c in enumerate(classes):
         p = alpha + sums[c]
         q = alpha + sums.sum(axis=0) - sums[c]
-        ratios[1:, j] = np.log((p / p.sum()) / (q / q.sum()))
+        ratios[seen, j] = np.log((p / p.sum()) / (q / q.sum()))
     return ratios.astype(np.float32)
 
 

@@ -76,7 +76,8 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
     started = time.perf_counter()
     features, class_df = fit_ngram_features(
         splits.train.texts, splits.train.labels, pre, num_classes=splits.num_classes, ngrams=model_config.ngrams,
-        max_features=model_config.max_features, weighting=model_config.weighting)
+        max_features=model_config.max_features, weighting=model_config.weighting,
+        char_ngrams=model_config.char_ngrams, max_char_features=model_config.max_char_features)
     ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha) if model_config.weighting == "nb" else None
     fit_seconds = time.perf_counter() - started
     model_config = dataclasses.replace(model_config, vocabulary_size=features.size, num_classes=splits.num_classes)
@@ -89,8 +90,9 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
                                loss=_loss(splits), metrics=["accuracy"],
                                train_data=dataset(splits.train.texts, splits.train.labels, shuffle=True),
                                validation_data=dataset(splits.validation.texts, splits.validation.labels))
-    return Member(model, features, dataset, [features], features.vectorizer.get_vocabulary(), history,
-                  {"features": features.size, "ngrams": model_config.ngrams, "weighting": model_config.weighting,
+    return Member(model, features, dataset, [features], features.vocabulary(), history,
+                  {"features": features.size, "ngrams": model_config.ngrams, "char_ngrams": model_config.char_ngrams,
+                   "weighting": model_config.weighting,
                    "feature_fit_seconds": round(fit_seconds, 2)})
 
 

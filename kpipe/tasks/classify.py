@@ -24,7 +24,7 @@ from kpipe import export, manifest, reporting
 from kpipe.datasets.text_classification import TextSplits, load_text_classification
 from kpipe.evaluation import tfidf_baseline
 from kpipe.models.configs import EnsembleClassifierConfig
-from kpipe.models.transformer_classifier import MaskedMeanPooling
+from kpipe.models.masked_pooling import MaskedMeanPooling
 from kpipe.pipeline_config import PipelineConfig, RunResult
 from kpipe.runs import Run
 from kpipe.tasks.classifier_members import Member, train_member

@@ -19,14 +19,17 @@ def test_output_shapes_and_probabilities(num_classes, width, cell):
         np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-5)
 
 
-def test_extra_right_padding_does_not_change_outputs():
-    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, num_classes=3, units=(8,)))
+@pytest.mark.parametrize("pooling", ["last", "max", "mean", "max_mean"])
+def test_extra_right_padding_does_not_change_outputs(pooling):
+    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, num_classes=3, units=(8,), pooling=pooling))
     padded = np.pad(TOKENS, [[0, 0], [0, 7]])
     np.testing.assert_allclose(model(TOKENS).numpy(), model(padded).numpy(), atol=1e-6)
 
 
-def test_keras_config_and_file_round_trips_give_identical_outputs(tmp_path):
-    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, num_classes=3, units=(8, 4), dropout=0.2))
+@pytest.mark.parametrize("pooling", ["last", "max_mean"])
+def test_keras_config_and_file_round_trips_give_identical_outputs(tmp_path, pooling):
+    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, num_classes=3, units=(8, 4), dropout=0.2,
+                                                     pooling=pooling))
     clone = keras.Model.from_config(model.get_config())
     clone.set_weights(model.get_weights())
     np.testing.assert_allclose(model(TOKENS).numpy(), clone(TOKENS).numpy(), atol=1e-6)
@@ -34,6 +37,19 @@ def test_keras_config_and_file_round_trips_give_identical_outputs(tmp_path):
     model.save(path)
     loaded = keras.saving.load_model(path)
     np.testing.assert_array_equal(model(TOKENS).numpy(), loaded(TOKENS).numpy())
+
+
+def test_pooled_head_sees_every_step_of_the_last_layer():
+    """max_mean: the head's input is [masked max, masked mean] of the last layer's outputs (2 x 2 x units)."""
+    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, num_classes=3, units=(4,),
+                                                     pooling="max_mean"))
+    pooled = model.get_layer("pooled").output
+    assert pooled.shape == (None, 16)
+    features = keras.Model(model.inputs, [model.get_layer("bidirectional_0").output, pooled])
+    outputs, head_input = (t.numpy() for t in features(TOKENS[:1]))
+    steps = outputs[0, :3]  # the first text has three tokens
+    np.testing.assert_allclose(head_input[0], np.concatenate([steps.max(axis=0), steps.mean(axis=0)]), rtol=1e-5,
+                               atol=1e-6)
 
 
 def test_one_training_step_changes_every_trainable_weight():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kpipe.models.transformer_classifier import (MaskedMeanPooling, TransformerClassifierConfig,
+from kpipe.models.transformer_classifier import (TransformerClassifierConfig,
                                                  build_transformer_classifier)
 
 
@@ -19,14 +19,6 @@ def test_right_padding_does_not_change_the_output_and_empty_texts_are_finite(pos
     np.testing.assert_allclose(short, padded, rtol=1e-5, atol=1e-6)
     assert np.isfinite(model(np.zeros((2, 4), "int32"), training=False).numpy()).all()
     assert model.output_shape == (None, 3)
-
-
-def test_masked_mean_pooling_matches_numpy():
-    x = np.random.default_rng(0).normal(size=(2, 4, 3)).astype("float32")
-    mask = np.array([[True, True, False, False], [False, False, False, False]])
-    out = MaskedMeanPooling()(x, mask=mask).numpy()
-    np.testing.assert_allclose(out[0], x[0, :2].mean(axis=0), rtol=1e-6)
-    np.testing.assert_array_equal(out[1], np.zeros(3))  # an empty text embeds as zeros
 
 
 def test_heads_that_do_not_divide_the_hidden_size_are_caught_before_building():

@@ -59,3 +59,36 @@ def test_naive_bayes_ratios_match_the_formula_in_numpy(num_classes):
     great = features.vectorizer.get_vocabulary().index("great")
     if num_classes == 2:
         assert ratios[great, 0] > 0 > ratios[features.vectorizer.get_vocabulary().index("awful"), 0]
+
+
+def test_word_and_character_tfidf_blocks_equal_scikit_learns_two_vectorizers_side_by_side():
+    """char_ngrams: a second block of lower-cased character 1-3 grams, punctuation kept, each block L2-normalized
+    on its own, exactly as `hstack` of a word and a character TfidfVectorizer (single spaces: scikit-learn's
+    character analyzer collapses runs of white space, Keras does not)."""
+    texts = np.array(["Great movie :)", "Awful movie!!", "great plot :("], dtype=object)
+    features, _ = fit_ngram_features(texts, np.array([1, 0, 1]), PRE, num_classes=2, ngrams=2, max_features=1000,
+                                     weighting="tfidf", char_ngrams=3, max_char_features=1000)
+    names = features.vocabulary()
+    words, chars = names[1:features.word_size], names[features.word_size + 1:]
+    assert all(name.startswith("char:") for name in chars) and "char::)" in chars and "char:!!" in chars
+    ours = dense(features(tf.constant(list(texts))))
+    word_reference = TfidfVectorizer(analyzer=analyzer, sublinear_tf=True, vocabulary=words)
+    char_reference = TfidfVectorizer(analyzer="char", ngram_range=(1, 3), lowercase=True, sublinear_tf=True,
+                                     vocabulary=[name[len("char:"):] for name in chars])
+    np.testing.assert_allclose(ours[:, 1:features.word_size], word_reference.fit_transform(texts).toarray(),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours[:, features.word_size + 1:], char_reference.fit_transform(texts).toarray(),
+                               rtol=1e-5, atol=1e-6)
+    assert ours[:, [0, features.word_size]].sum() == 0  # both out-of-vocabulary buckets stay empty
+
+
+def test_naive_bayes_ratios_with_character_ngrams_leave_both_unknown_buckets_at_zero():
+    features, class_df = fit_ngram_features(TEXTS, LABELS, PRE, num_classes=2, ngrams=1, max_features=1000,
+                                            weighting="nb", char_ngrams=2, max_char_features=1000)
+    ratios = nb_log_count_ratios(class_df)
+    binary = dense(features(tf.constant(list(TEXTS))))
+    known = np.ones(features.size, bool)
+    known[[0, features.word_size]] = False
+    p, q = 1 + binary[LABELS == 1][:, known].sum(axis=0), 1 + binary[LABELS == 0][:, known].sum(axis=0)
+    np.testing.assert_allclose(ratios[known, 0], np.log((p / p.sum()) / (q / q.sum())), rtol=1e-5)
+    assert ratios[0, 0] == ratios[features.word_size, 0] == 0
