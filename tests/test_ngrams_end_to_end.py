@@ -29,7 +29,13 @@ def test_sentiment_bigrams_exports_a_model_on_raw_strings_with_the_baseline_besi
     assert "tfidf + logistic regression" in run.stdout
     export = tmp_path / "saved_models" / "sentiment-bigrams" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
-    assert metrics["features"] <= 3000 and metrics["weighting"] == "tfidf" and "accuracy" in metrics["baseline"]
+    assert metrics["weighting"] == "tfidf" and "accuracy" in metrics["baseline"]
+    # The pipeline adds character 1-5 grams to the word n-grams: one line per feature in the vocabulary file,
+    # line breaks inside character n-grams escaped (the tweets have "\r\r").
+    assert metrics["char_ngrams"] == 5
+    names = (export / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(names) == metrics["features"] and 3000 < metrics["features"] <= 3000 + 200000
+    assert "char:\\r" in names and "char::)" in names
     assert json.loads((export / "kpipe.json").read_text())["family"] == "bag_of_ngrams"
 
     loaded = tf.saved_model.load(str(export))  # plain TensorFlow: strings in
