@@ -61,8 +61,8 @@ CASES = {
     "two-phase without frozen epochs left": (
         ["run", "sentiment-glove", "--set", 'model.embedding_training="two_phase"', "--set", "training.epochs=2"],
         "model.frozen_epochs=2 leaves no epoch for fine-tuning with training.epochs=2"),
-    "two-phase without vectors": (["run", "sentiment-bilstm", "--set", 'model.embedding_training="two_phase"'],
-                                  "model.pretrained_embeddings is empty"),
+    "two-phase without vectors": (["run", "sentiment-bilstm", "--set", 'model.embedding_training="two_phase"',
+                                   "--set", 'model.pretrained_embeddings=""'], "model.pretrained_embeddings is empty"),
     "series with a gap and no fill rule": (
         ["run", "weather-gru", "--data", "gappy.csv", "--set", 'data.time_column="time"', "--set",
          'data.target_column="y"', "--set", "data.covariates=[]"],

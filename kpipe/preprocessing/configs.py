@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from kpipe.config import check_choice, check_range
-STANDARDIZE = {"lower_and_strip_punctuation": "lower_and_strip_punctuation", "lower": "lower", "none": None}
+STANDARDIZE = ("lower_and_strip_punctuation", "lower_and_split_punctuation", "lower", "none")  # see standardize.py
 SPLIT = {"whitespace": "whitespace", "character": "character"}
 TOKENIZERS = ("words", "wordpiece")
 TOKEN_KINDS = ("char", "word")
@@ -23,7 +23,8 @@ class TextPreprocessingConfig:
         vocabulary_size: most frequent training tokens kept, including the padding and OOV ids.
         sequence_length: maximum tokens per text; longer texts are truncated.
         truncating: "pre" drops tokens from the front (Keras default), "post" from the back.
-        standardize: "lower_and_strip_punctuation", "lower" or "none".
+        standardize: "lower_and_strip_punctuation", "lower_and_split_punctuation" (punctuation
+            kept as tokens of its own: "great!!" → great ! !), "lower" or "none".
         split: "whitespace" (words) or "character".
         length_buckets: group texts of similar length into batches, with this many buckets whose
             boundaries are quantiles of the training lengths (0 = pad each batch to its longest).

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from kpipe.tokens import WORDPIECE_RESERVED
 from kpipe.preprocessing.configs import SPLIT, STANDARDIZE, TOKENIZERS, TextPreprocessingConfig  # noqa: F401
+from kpipe.preprocessing.standardize import keras_standardize
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ def make_vectorizer(config: TextPreprocessingConfig, vocabulary: list[str] | Non
         return keras_hub.tokenizers.WordPieceTokenizer(vocabulary=vocabulary, lowercase=config.standardize != "none",
                                                        name="wordpiece_tokenizer")
     return keras.layers.TextVectorization(
-        max_tokens=config.vocabulary_size, standardize=STANDARDIZE[config.standardize],
+        max_tokens=config.vocabulary_size, standardize=keras_standardize(config.standardize),
         split=SPLIT[config.split], output_mode="int", ragged=True, vocabulary=vocabulary,
         name="text_vectorization")
 
