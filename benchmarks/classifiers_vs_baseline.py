@@ -22,7 +22,7 @@ import time
 
 from kpipe.pipelines import load_pipeline, run_pipeline
 
-TWEETS = ["sentiment-bigrams", "sentiment-bilstm", "sentiment-glove", "sentiment-transformer"]
+TWEETS = ["sentiment-bigrams", "sentiment-bilstm", "sentiment-glove", "sentiment-ensemble", "sentiment-transformer"]
 IMDB = ["imdb-bigrams", "imdb-bilstm", "imdb-glove", "imdb-ensemble", "imdb-transformer"]
 
 
