@@ -156,6 +156,32 @@ def _iterators_per_epoch(train_data: tf.data.Dataset, strategy: tf.distribute.St
     return 2 if int(train_data.cardinality()) > 0 else 1  # Keras' EpochIterator
 
 
+def even_first_batch(dataset: tf.data.Dataset, replicas: int) -> tf.data.Dataset:
+    """The same batches, except that a first batch whose rows do not divide among `replicas` is split in two:
+    the rows that do, then the rest.
+
+    Keras 3.15 builds its metrics before `evaluate` from the first batch, averaged across replicas
+    (`distribute_strategy.reduce("MEAN", batch)`), which fails when the replicas got unequal shares
+    ("Inputs to operation AddN ... must have the same size and shape"). Length buckets make short
+    first batches common on small validation sets. The order of the examples is unchanged, so this is
+    only for datasets that iterate the same way every time (validation, not shuffled training data).
+    """
+    if replicas <= 1:
+        return dataset
+
+    def split(*batch):
+        element = batch[0] if len(batch) == 1 else batch
+        rows = tf.shape(tf.nest.flatten(element)[0])[0]
+        even = rows - rows % replicas
+        cut = tf.where(even > 0, even, rows)  # fewer rows than replicas: nothing to split off
+        first = tf.nest.map_structure(lambda t: t[:cut], element)
+        rest = tf.nest.map_structure(lambda t: t[cut:], element)
+        return (tf.data.Dataset.from_tensors(first)
+                .concatenate(tf.data.Dataset.from_tensors(rest).filter(lambda *r: cut < rows)))
+
+    return dataset.take(1).flat_map(split).concatenate(dataset.skip(1))
+
+
 def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_data: tf.data.Dataset,
                 validation_data: tf.data.Dataset | None, config: TrainingConfig, work_dir: Path,
                 strategy: tf.distribute.Strategy, extra_callbacks: list | tuple = (),
@@ -189,6 +215,8 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     """
     keras.utils.set_random_seed(config.seed)
     work_dir.mkdir(parents=True, exist_ok=True)
+    if validation_data is not None and not multi_worker.is_multi_worker(strategy):
+        validation_data = even_first_batch(validation_data, strategy.num_replicas_in_sync)
     with _precision(config.precision), strategy.scope():
         model = build()
         # mixed_float16: Keras scales the loss

@@ -239,3 +239,23 @@ def test_cosine_schedule_trains_each_epoch_at_its_rate_and_resumes_at_the_same_r
     _, resumed = train_model(build, work_dir=tmp_path / "killed", extra_callbacks=[grab, rate], **kwargs)
     np.testing.assert_allclose(seen, expected[2:], rtol=1e-6)  # epochs 3 and 4 at their own rates
     np.testing.assert_allclose([h["loss"] for h in resumed], [h["loss"] for h in history], rtol=1e-5)
+
+
+def test_a_first_batch_that_does_not_divide_among_replicas_is_split_keeping_every_row_in_order():
+    """Keras builds its metrics from the first validation batch averaged across replicas, which fails on
+    unequal shares (the mirrored test above hit it with 13 rows on 2 replicas): kpipe splits that batch."""
+    from kpipe.training import even_first_batch
+
+    ids = np.arange(26 * 3).reshape(26, 3)
+    sizes = [13, 8, 5]
+    starts = np.cumsum([0] + sizes)
+    batches = tf.data.Dataset.from_generator(
+        lambda: ((ids[a:b], ids[a:b, 0]) for a, b in zip(starts, starts[1:])),
+        output_signature=(tf.TensorSpec([None, 3], tf.int64), tf.TensorSpec([None], tf.int64)))
+    for replicas, expected in [(2, [12, 1, 8, 5]), (4, [12, 1, 8, 5]), (3, [12, 1, 8, 5]), (1, sizes)]:
+        out = list(even_first_batch(batches, replicas).as_numpy_iterator())
+        assert [len(y) for _, y in out] == expected
+        np.testing.assert_array_equal(np.concatenate([x for x, _ in out]), ids)
+        np.testing.assert_array_equal(np.concatenate([y for _, y in out]), ids[:, 0])
+    single = tf.data.Dataset.from_tensors((ids[:1], ids[:1, 0]))  # fewer rows than replicas: left as it is
+    assert [len(y) for _, y in even_first_batch(single, 2).as_numpy_iterator()] == [1]

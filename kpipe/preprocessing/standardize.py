@@ -1,8 +1,9 @@
 """Text standardization choices of `TextVectorization`, by the names pipeline configs use.
 
 "lower_and_split_punctuation" keeps punctuation as tokens of their own ("great!!" → "great ! !",
-":)" → ": )", "#fail" → "# fail"; apostrophes stay inside words) where Keras' default strips it: in short texts such as tweets, "!", "?" and emoticons
-carry sentiment, and a sequence model sees their order.
+":)" → ": )", "#fail" → "# fail"; apostrophes stay inside words) where Keras' default strips it:
+in short texts such as tweets, "!", "?" and emoticons carry sentiment, and a sequence model sees
+their order.
 """
 
 from __future__ import annotations
