@@ -12,6 +12,8 @@ from kpipe.models.configs import EMBEDDING_TRAINING, RNNClassifierConfig  # noqa
 
 log = logging.getLogger(__name__)
 
+POOLINGS = {"max": MaskedMaxPooling, "mean": MaskedMeanPooling}  # the kinds `config.pooling` names
+
 
 def build_rnn_classifier(config: RNNClassifierConfig, *, embeddings_initializer="uniform",
                          trainable_embeddings: bool = True) -> keras.Model:
@@ -57,10 +59,8 @@ def build_rnn_classifier(config: RNNClassifierConfig, *, embeddings_initializer=
         x = layer(x)
 
     # === Pooling over the non-padding tokens (the mask travels with x) ===
-    if pooled:
-        poolings = {"max": [MaskedMaxPooling(name="max_pooling")], "mean": [MaskedMeanPooling(name="mean_pooling")],
-                    "max_mean": [MaskedMaxPooling(name="max_pooling"), MaskedMeanPooling(name="mean_pooling")]}
-        outputs = [pooling(x) for pooling in poolings[config.pooling]]
+    if pooled:  # "max", "mean" or "max_mean" (both, concatenated)
+        outputs = [POOLINGS[kind](name=f"{kind}_pooling")(x) for kind in config.pooling.split("_")]
         x = outputs[0] if len(outputs) == 1 else keras.layers.Concatenate(name="pooled")(outputs)
 
     # === Head (float32 even under mixed precision, for a stable loss) ===
