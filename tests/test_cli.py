@@ -51,6 +51,14 @@ CASES = {
                          "unknown key 'training.epohcs' (did you mean 'training.epochs'?)"),
     "ill-typed override": (["run", "sentiment-bilstm", "--set", "training.epochs=two"],
                            "training.epochs must be an integer. Received: 'two'"),
+    "misspelt pooling": (["run", "imdb-bilstm", "--set", 'model.pooling="maxx"'],
+                         "`pooling` must be one of 'last', 'max', 'mean', 'max_mean'. Received: pooling='maxx' "
+                         "(did you mean 'max'?)"),
+    "misspelt standardize": (["run", "sentiment-bilstm", "--set", 'preprocessing.standardize="split_punct"'],
+                             "`standardize` must be one of 'lower_and_strip_punctuation', "
+                             "'lower_and_split_punctuation', 'lower', 'none'"),
+    "character n-grams too long": (["run", "sentiment-bigrams", "--set", "model.char_ngrams=9"],
+                                   "`char_ngrams` must be ≥ 0 and ≤ 8. Received: char_ngrams=9"),
     "malformed override": (["run", "sentiment-bilstm", "--set", "training.epochs"], "--set expects KEY=VALUE"),
     "missing data file": (["run", "imdb-bilstm", "--data", "missing.csv"], "data file not found: missing.csv"),
     "empty dataset": (["run", "imdb-bilstm", "--data", "header_only.csv"], "has no examples"),
