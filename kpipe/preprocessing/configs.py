@@ -94,6 +94,10 @@ class PairPreprocessingConfig:
         lowercase: lower-case sources (targets are kept as they are).
         max_source_length: sources are cut to this many tokens (documented truncation, never an error).
         max_target_length: training targets are cut to this many tokens; decoding stops after it.
+        length_buckets: batch pairs of similar length together, with this many buckets whose
+            boundaries are quantiles of the longer side's length (0 or 1 = pad each batch of a
+            shuffled split to its longest pair; CMUdict's random batches of 128 pad to twice the
+            average word).
     """
 
     source_tokens: str = "char"
@@ -101,12 +105,14 @@ class PairPreprocessingConfig:
     lowercase: bool = True
     max_source_length: int = 32
     max_target_length: int = 32
+    length_buckets: int = 0
 
     def __post_init__(self):
         check_choice("source_tokens", self.source_tokens, TOKEN_KINDS)
         check_choice("target_tokens", self.target_tokens, TOKEN_KINDS)
         check_range("max_source_length", self.max_source_length, low=1)
         check_range("max_target_length", self.max_target_length, low=1)
+        check_range("length_buckets", self.length_buckets, low=0)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -19,6 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.tokens import WORDPIECE_RESERVED
 from kpipe.preprocessing.configs import SPLIT, STANDARDIZE, TOKENIZERS, TextPreprocessingConfig  # noqa: F401
 from kpipe.preprocessing.standardize import keras_standardize
@@ -122,16 +123,8 @@ def encode_texts(vectorizer: keras.layers.TextVectorization, texts: tf.Tensor,
 
 
 def bucket_boundaries(lengths: np.ndarray, config: TextPreprocessingConfig) -> list[int]:
-    """Length-bucket boundaries at quantiles of the (truncated) training lengths.
-
-    A text of length L goes to the first bucket whose boundary is > L. Returns [] when bucketing
-    is off or the lengths are too uniform to need it.
-    """
-    if config.length_buckets <= 1 or len(lengths) == 0:
-        return []
-    lengths = np.minimum(lengths, config.sequence_length)
-    quantiles = np.quantile(lengths, np.linspace(0, 1, config.length_buckets + 1)[1:-1])
-    return sorted({int(q) + 1 for q in quantiles if 1 <= q < config.sequence_length})
+    """Length-bucket boundaries at quantiles of the (truncated) training lengths (see `quantile_boundaries`)."""
+    return quantile_boundaries(lengths, config.length_buckets, config.sequence_length)
 
 
 def make_text_dataset(texts: np.ndarray, labels: np.ndarray, vectorizer: keras.layers.TextVectorization,

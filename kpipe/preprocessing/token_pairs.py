@@ -14,6 +14,7 @@ import collections
 import numpy as np
 import tensorflow as tf
 
+from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.tokens import SEQ2SEQ
 from kpipe.preprocessing.configs import TOKEN_KINDS, PairPreprocessingConfig  # noqa: F401
 
@@ -87,16 +88,29 @@ def pad_batch(ragged: tf.RaggedTensor) -> tf.Tensor:
 def make_pair_dataset(pairs: list[tuple[str, str]], source_table: TokenTable, target_table: TokenTable,
                       config: PairPreprocessingConfig, *, batch_size: int, shuffle: bool = False,
                       seed: int = 0) -> tf.data.Dataset:
-    """Batches of ({"source", "target_in"}, target_out), right-padded per batch."""
+    """Batches of ({"source", "target_in"}, target_out), right-padded per batch.
+
+    With `config.length_buckets` > 1 a batch holds pairs of similar length (the longer of source
+    and target, bucket boundaries at its quantiles in `pairs`), so it is padded to little more
+    than its own length."""
     sources = source_ids(tf.constant([s for s, _ in pairs]), source_table, config)
     targets = target_ids(tf.constant([t for _, t in pairs]), target_table, config)
     target_in = tf.concat([tf.RaggedTensor.from_tensor(tf.fill([targets.nrows(), 1], START)), targets[:, :-1]],
                           axis=1)
+    longer = np.maximum(sources.row_lengths().numpy(), targets.row_lengths().numpy())
+    boundaries = quantile_boundaries(longer, config.length_buckets,
+                                     max(config.max_source_length, config.max_target_length + 1))
     dataset = tf.data.Dataset.from_tensor_slices((sources, target_in, targets))
     if shuffle:
         dataset = dataset.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.map(lambda s, i, o: ({"source": s, "target_in": i}, o))
-    return dataset.padded_batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    if boundaries:
+        dataset = dataset.bucket_by_sequence_length(
+            element_length_func=lambda x, o: tf.maximum(tf.shape(x["source"])[0], tf.shape(o)[0]),
+            bucket_boundaries=boundaries, bucket_batch_sizes=[batch_size] * (len(boundaries) + 1))
+    else:
+        dataset = dataset.padded_batch(batch_size)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def lengths(strings: list[str], kind: str, lowercase: bool = False) -> np.ndarray:

@@ -42,3 +42,29 @@ def test_dataset_is_teacher_forced_and_right_padded_per_batch():
     np.testing.assert_array_equal(inputs["source"], [[4, 5], [4, 0]])
     np.testing.assert_array_equal(inputs["target_in"], [[START, 4, 5], [START, 4, 0]])
     np.testing.assert_array_equal(outputs, [[4, 5, END], [4, END, 0]])
+
+
+def test_length_buckets_batch_similar_lengths_and_keep_every_pair_once():
+    source, target = TokenTable(list("abcdefgh"), ""), TokenTable(["X"], " ")
+    rng = np.random.default_rng(0)
+    words = ["".join(rng.choice(list("abcdefgh"), size=n)) for n in rng.integers(1, 9, size=200)]
+    pairs = [(w, " ".join(["X"] * len(w))) for w in words]  # target as long as its source
+    config = PairPreprocessingConfig(max_source_length=8, max_target_length=8, length_buckets=4)
+
+    def batches(pre):
+        return list(make_pair_dataset(pairs, source, target, pre, batch_size=16, shuffle=True, seed=3))
+
+    bucketed, plain = batches(config), batches(PairPreprocessingConfig(max_source_length=8, max_target_length=8))
+    seen = sorted(source.join(b[0]["source"]).numpy().tolist()[i].decode() for b in bucketed
+                  for i in range(len(b[1])))
+    assert seen == sorted(words)  # every pair once, none dropped or repeated
+
+    def padded_steps(batch_list):  # source steps computed, padding included
+        return sum(int(np.prod(b[0]["source"].shape)) for b in batch_list)
+
+    spread = [np.ptp((b[0]["source"].numpy() > 0).sum(axis=1)) for b in bucketed]
+    assert max(spread) <= 2  # 4 buckets over lengths 1..8: at most three lengths share a batch
+    assert padded_steps(bucketed) < 0.8 * padded_steps(plain)
+    for inputs, outputs in bucketed:  # teacher forcing is unchanged by bucketing
+        shifted = outputs.numpy()[:, :-1]
+        np.testing.assert_array_equal(inputs["target_in"].numpy()[:, 1:], np.where(shifted == END, 0, shifted))
