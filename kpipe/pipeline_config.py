@@ -128,6 +128,8 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
     if tasks and task not in tasks:
         raise ConfigError(f"training.early_stopping_monitor='{config.training.early_stopping_monitor}' is logged by "
                           f"{' and '.join(tasks)} pipelines only, not {task}; use 'val_loss'")
+    if config.training.refit_with_validation and task != "forecast":
+        raise ConfigError(f"training.refit_with_validation is for forecast pipelines, not {task}; remove it")
     if spec.check:
         spec.check(config)
     return config

@@ -46,6 +46,10 @@ class TrainingConfig:
         worker_timeout_s: multi_worker only: how long to wait for every worker to join, and for
             any exchange between workers, before failing.
         seed: seeds weights, dropout and shuffling, so the same command gives the same run.
+        refit_with_validation: forecast only: after choosing the number of epochs on the validation
+            split, train a fresh model on training + validation windows for that many epochs and
+            test that one (the statistical baselines are fitted on both splits too). Validation
+            figures and interval widths come from the first model, which never saw those windows.
     """
 
     epochs: int = 5
@@ -61,6 +65,7 @@ class TrainingConfig:
     steps_per_execution: int = 1
     worker_timeout_s: float = 300.0
     seed: int = 1337
+    refit_with_validation: bool = False
 
     def __post_init__(self):
         check_range("epochs", self.epochs, low=1)

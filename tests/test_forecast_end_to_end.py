@@ -134,3 +134,39 @@ def test_served_over_tf_serving_rest_with_its_intervals(exported):
         gap[0, 5, 0] = np.nan
         status, body = server.post("/v1/models/electricity-lstm:predict", json.dumps({"instances": gap.tolist()}))
         assert status == 400 and "input 'window' holds NaN or infinity" in body["error"], body
+
+
+def test_refit_trains_a_fresh_model_on_training_and_validation_windows(tmp_path):
+    """With training.refit_with_validation the exported model's least-squares path is the ridge fit of
+    every training + validation window (scikit-learn's Ridge as the reference), not of the training ones."""
+    import keras
+    from pmdarima.datasets import load_taylor
+    from sklearn.linear_model import Ridge
+
+    import kpipe.models.rnn_forecaster  # noqa: F401  (registers TargetSlice for model.keras)
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-lstm", *QUICK, "--set",
+                          "training.epochs=3", "--set", "training.refit_with_validation=true", "--set",
+                          "evaluation.baseline=false"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "refit on training + validation" in run.stdout
+    export = tmp_path / "saved_models" / "electricity-lstm" / "1"
+    metrics = json.loads((export / "metrics.json").read_text())
+    refit, sizes = metrics["refit_with_validation"], metrics["data"]
+    val_losses = [epoch["val_loss"] for epoch in metrics["history"]]
+    assert refit["epochs"] == int(np.argmin(val_losses)) + 1 and len(refit["history"]) == refit["epochs"]
+    window, horizon, season = 96, 12, 48
+    validation_end = sizes["train"] + sizes["validation"]
+    assert refit["windows"] == validation_end - horizon + 1 - window
+
+    spec = json.loads((export / "features.json").read_text())
+    scaled = (load_taylor().astype("float32") - spec["scaler_mean"][0]) / spec["scaler_scale"][0]
+
+    def ridge_fit(end: int) -> np.ndarray:
+        origins = np.arange(window, end - horizon + 1)
+        inputs = scaled[origins[:, None] + np.arange(-window, 0)]
+        targets = scaled[origins[:, None] + np.arange(horizon)] - scaled[origins[:, None] + np.arange(horizon) - season]
+        return Ridge(alpha=1.0).fit(inputs.astype(np.float64), targets.astype(np.float64)).coef_.T
+
+    kernel = keras.saving.load_model(export / "model.keras").get_layer("linear_autoregression").get_weights()[0]
+    np.testing.assert_allclose(kernel, ridge_fit(validation_end), atol=2e-3)
+    assert np.abs(kernel - ridge_fit(sizes["train"])).max() > 1e-2  # the training-only fit is another one

@@ -259,3 +259,12 @@ def test_a_first_batch_that_does_not_divide_among_replicas_is_split_keeping_ever
         np.testing.assert_array_equal(np.concatenate([y for _, y in out]), ids[:, 0])
     single = tf.data.Dataset.from_tensors((ids[:1], ids[:1, 0]))  # fewer rows than replicas: left as it is
     assert [len(y) for _, y in even_first_batch(single, 2).as_numpy_iterator()] == [1]
+
+
+def test_refit_with_validation_is_a_config_error_outside_forecasting():
+    from kpipe.errors import ConfigError
+    from kpipe.pipelines import load_pipeline
+
+    with pytest.raises(ConfigError, match="training.refit_with_validation is for forecast pipelines, not classify"):
+        load_pipeline("sentiment-bilstm", ["training.refit_with_validation=true"])
+    assert load_pipeline("weather-gru", ["training.refit_with_validation=true"]).training.refit_with_validation

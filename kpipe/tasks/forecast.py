@@ -137,6 +137,37 @@ def _statistical_baselines(config: PipelineConfig, target: np.ndarray, fit_end: 
     return forecasts, info
 
 
+def best_epochs(history: list[dict], monitor: str) -> int:
+    """How many epochs gave the best `monitor` (the epoch early stopping kept; all when none logged it)."""
+    values = [h.get(monitor) for h in history]
+    if not values or any(v is None for v in values):
+        return len(history)
+    return int(np.argmin(values)) + 1
+
+
+def _refit(run: Run, config: PipelineConfig, model_config, scaled: np.ndarray, origins: dict[str, np.ndarray],
+           history: list[dict]) -> tuple[keras.Model, dict]:
+    """A fresh model trained on every window whose targets lie in training + validation, for the
+    number of epochs the validation split chose (resumable in the run's `refit` folder)."""
+    windows: WindowConfig = config.preprocessing
+    epochs = best_epochs(history, config.training.early_stopping_monitor)
+    both = np.arange(origins["train"][0], origins["validation"][-1] + 1)
+    data = make_window_dataset(scaled, both, windows, batch_size=run.global_batch, shuffle=True,
+                               seed=config.training.seed, stride=windows.stride)
+
+    def build() -> keras.Model:
+        model = build_rnn_forecaster(model_config)
+        if model_config.linear_steps:
+            fit_linear_path(model, model_config, *window_arrays(scaled, both, windows))
+        return model
+
+    log.info("Refit on training + validation: %d windows, %d epoch(s) (the best on validation)", len(both), epochs)
+    model, refit_history = run.train(
+        build, subdir="refit", config=dataclasses.replace(config.training, epochs=epochs, early_stopping_patience=0),
+        loss=model_config.loss, metrics=["mae"], train_data=data, validation_data=None)
+    return model, {"epochs": epochs, "windows": int(len(both)), "history": refit_history}
+
+
 def run_forecast(config: PipelineConfig) -> RunResult:
     """Train, evaluate (against naive, seasonal naive, MSTL and AutoETS) and export a forecaster."""
     with Run(config) as run:
@@ -183,6 +214,11 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
     val_mae = {name: float(np.mean(np.abs(values - val_truth))) for name, values in val_forecasts.items()}
     half_widths = {level: conformal_half_widths(val_truth, val_forecasts["model"], level) for level in LEVELS}
 
+    # === Optionally train again on training + validation windows, for the epochs validation chose ===
+    refit = None
+    if config.training.refit_with_validation:
+        model, refit = _refit(run, config, model_config, scaled, origins, history)
+
     # === Test: the model, its ablations and every baseline on the same origins, in original units ===
     test = origins["test"]
     truth, forecasts = model_forecasts("test")
@@ -205,6 +241,7 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
         "model_vs_best_baseline_mae": results["model"]["mae"] / results[best_baseline]["mae"],
         "model_vs_seasonal_naive_mae": results["model"]["mae"] / results["seasonal_naive"]["mae"],
         "validation_mae": val_mae,
+        "refit_with_validation": refit,
         "intervals": {"method": "split conformal on the validation windows, per horizon step",
                       "test_coverage": interval_coverage,
                       "mean_half_width": {str(level): float(np.mean(w)) for level, w in half_widths.items()}},
@@ -238,6 +275,7 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
     version_dir = run.publish(lambda folder: write_forecaster_export(
         folder, model=model, scaler=scaler, config=config, series=series, metrics=metrics, history=history,
         work_dir=run.work_dir, half_widths=half_widths, plots=plots), data=(series.values.tobytes(),))
+    refit_line = f"Tested: a model refit on training + validation for {refit['epochs']} epoch(s)\n" if refit else ""
     components = "".join(f", {row.removeprefix('model_')} {val_mae[row] / val_mae['model']:.3f}x"
                          for row in val_mae if row != "model")
     if components:
@@ -246,7 +284,7 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
                f"{metrics['model_vs_best_baseline_mae']:.3f}x the best baseline ({best_baseline}), "
                f"{metrics['model_vs_seasonal_naive_mae']:.3f}x seasonal naive\n{_metrics_table(results)}\n"
                f"Validation MAE of the model {val_mae['model']:.4g}{components}\n"
-               f"Prediction intervals on test: " + ", ".join(
+               f"{refit_line}Prediction intervals on test: " + ", ".join(
                    f"{level} % covered {100 * interval_coverage[str(level)]:.1f} %" for level in LEVELS) + "\n"
                f"Exported to {version_dir} (report: metrics.json, forecast.png, error_by_horizon.png)\n"
                f"Try: kpipe forecast {version_dir} --input recent.csv")
