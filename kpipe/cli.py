@@ -28,11 +28,11 @@ examples:
   kpipe run imdb-bilstm --data ../shared/data/imdb/train.csv.gz
   kpipe predict sentiment-bilstm "@united thank you, great crew!" "delayed again..."
   kpipe predict saved_models/sentiment-bilstm/1 --file tweets.txt --json
-  kpipe serve sentiment-bilstm electricity-lstm --port 8501
+  kpipe serve sentiment-bilstm electricity-seasonal-ar --port 8501
   kpipe run names-char
   kpipe generate names-char --prefix Al --count 10 --temperature 0.8 --category italy
-  kpipe run electricity-lstm
-  kpipe forecast electricity-lstm --input recent.csv
+  kpipe run electricity-seasonal-ar
+  kpipe forecast electricity-seasonal-ar --input recent.csv
   kpipe run g2p-attention
   kpipe translate g2p-attention hello tensorflow
   kpipe run sentiment-transformer

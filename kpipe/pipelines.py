@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.resources
+import logging
 from pathlib import Path
 from typing import Iterable
 
@@ -12,6 +13,12 @@ from kpipe.config import apply_overrides, did_you_mean, read_toml
 from kpipe.dependencies import require_tensorflow_text
 from kpipe.errors import ConfigError
 from kpipe.pipeline_config import PipelineConfig, parse_pipeline_config
+
+log = logging.getLogger(__name__)
+
+# Renamed pipelines: old name -> (new name, why). The old name keeps running the new pipeline, with a warning.
+RENAMED = {"electricity-lstm": ("electricity-seasonal-ar", "its LSTM lowers validation MAE by only 3.4 %; the "
+                                "seasonal skip and the linear autoregression do the work")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +57,10 @@ def pipeline_path(name_or_path: str) -> Path:
         if not Path(name_or_path).is_file():
             raise ConfigError(f"config file not found: {name_or_path}")
         return Path(name_or_path)
+    if name_or_path in RENAMED:
+        new_name, why = RENAMED[name_or_path]
+        log.warning("Pipeline '%s' is now '%s' (%s): running '%s'", name_or_path, new_name, why, new_name)
+        name_or_path = new_name
     known = registry()
     if name_or_path not in known:
         raise ConfigError(f"unknown pipeline '{name_or_path}'{did_you_mean(name_or_path, known)}; "

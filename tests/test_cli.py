@@ -80,7 +80,7 @@ CASES = {
          'data.target_column="y"', "--set", "data.covariates=[]"],
         "timestamps out of order at row 2"),
     "forecast window too short for the linear path": (
-        ["run", "electricity-lstm", "--set", "model.linear_steps=400"],
+        ["run", "electricity-seasonal-ar", "--set", "model.linear_steps=400"],
         "model.linear_steps=400 is longer than preprocessing.window=384"),
     "non-UTF-8 corpus": (["run", "word2vec-bible", "--data", "latin1.txt"],
                          "latin1.txt is not valid utf-8 (line 2); re-save it as UTF-8 or set data.encoding"),
@@ -93,7 +93,7 @@ CASES = {
 
 CASES.update({
     "predict given a forecaster": (["predict", "forecaster", "hello"],
-                                   "forecaster is a forecast export (pipeline electricity-lstm), but `kpipe predict` "
+                                   "forecaster is a forecast export (pipeline electricity-seasonal-ar), but `kpipe predict` "
                                    "needs a classify export; for this one use: kpipe forecast forecaster --input"),
     "forecast given a classifier": (["forecast", "classifier", "--input", "x.csv"],
                                     "for this one use: kpipe predict classifier"),
@@ -123,7 +123,7 @@ def mistakes(tmp_path_factory):
         fake_export(folder / "m", task="classify", pipeline="sentiment-bilstm", signatures={"serve": {}})
         fake_export(folder / "classifier", task="classify", pipeline="sentiment-bilstm", family="rnn_classifier",
                     signatures={"serve": {}})
-        fake_export(folder / "forecaster", task="forecast", pipeline="electricity-lstm", signatures={"serve": {}})
+        fake_export(folder / "forecaster", task="forecast", pipeline="electricity-seasonal-ar", signatures={"serve": {}})
         fake_export(folder / "not-kpipe")
         before = sorted(str(p) for p in folder.rglob("*"))
         result = subprocess.run([sys.executable, "-m", "kpipe", *CASES[case][0]], cwd=folder, capture_output=True,

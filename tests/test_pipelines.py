@@ -62,3 +62,13 @@ def test_resolved_config_round_trips_through_toml(tmp_path):
     assert load_pipeline(str(path)) == config
     assert config.fingerprint() == load_pipeline(str(path)).fingerprint()
     assert config.fingerprint() != load_pipeline("imdb-bilstm").fingerprint()
+
+
+def test_a_renamed_pipeline_runs_under_its_old_name_with_one_warning(caplog):
+    from kpipe.pipelines import RENAMED, load_pipeline
+
+    with caplog.at_level("WARNING", logger="kpipe.pipelines"):
+        config = load_pipeline("electricity-lstm")
+    assert config.name == "electricity-seasonal-ar" == RENAMED["electricity-lstm"][0]
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
+        "Pipeline 'electricity-lstm' is now 'electricity-seasonal-ar'"]
