@@ -6,8 +6,8 @@ the baselines on the same test origins (rolling origin, every test window), so e
 like with like. Prints test MAE and MAPE, the ratio to the best baseline, the validation MAE of
 the model without its recurrent part (what the RNN is worth), interval coverage and seconds.
 
-Usage: python benchmarks/forecast_vs_statistical.py [--pipelines electricity-seasonal-ar weather-gru]
-           [--horizons electricity-seasonal-ar=24,48 weather-gru=7,14] [--set key=value ...] [--json out.json]
+Usage: python benchmarks/forecast_vs_statistical.py [--pipelines electricity-seasonal-ar weather-ar]
+           [--horizons electricity-seasonal-ar=24,48 weather-ar=7,14] [--set key=value ...] [--json out.json]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 
 from kpipe.pipelines import load_pipeline, run_pipeline
 
-HORIZONS = {"electricity-seasonal-ar": [24, 48], "weather-gru": [7, 14]}
+HORIZONS = {"electricity-seasonal-ar": [24, 48], "weather-ar": [7, 14]}
 
 
 def main() -> None:

@@ -18,7 +18,9 @@ log = logging.getLogger(__name__)
 
 # Renamed pipelines: old name -> (new name, why). The old name keeps running the new pipeline, with a warning.
 RENAMED = {"electricity-lstm": ("electricity-seasonal-ar", "its LSTM lowers validation MAE by only 3.4 %; the "
-                                "seasonal skip and the linear autoregression do the work")}
+                                "seasonal skip and the linear autoregression do the work"),
+           "weather-gru": ("weather-ar", "a least-squares linear path lowers validation MAE by 11 %, and the GRU "
+                           "on top of it by 0.0 %")}
 
 
 @dataclasses.dataclass(frozen=True)

