@@ -28,7 +28,8 @@ def exported(tmp_path_factory):
     pd.DataFrame({"source": words, "target": [" ".join(c.upper() for c in reversed(w)) for w in words]}).to_csv(
         folder / "pairs.csv", index=False)
     run = subprocess.run([sys.executable, "-m", "kpipe", "run", "g2p-attention", "--data", "pairs.csv",
-                          "--set", "training.epochs=6", "--set", "training.learning_rate=0.01", *SMALL],
+                          "--set", "training.epochs=6", "--set", "training.learning_rate=0.01",
+                          "--set", "model.average_epochs=3", *SMALL],
                          cwd=folder, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return folder, folder / "saved_models" / "g2p-attention" / "1"
@@ -51,7 +52,14 @@ def test_keeps_the_epoch_that_decodes_the_validation_split_best(exported):
     loaded = tf.saved_model.load(str(export))
     outputs = loaded.translate(tf.constant(sources))["output"].numpy()
     scores = error_rates([o.decode().split() for o in outputs], [[r.split() for r in references[s]] for s in sources])
-    assert scores["word_error_rate"] == pytest.approx(min(rates))
+    averaging = json.loads((export / "metrics.json").read_text())["checkpoint_averaging"]
+    best = int(np.argmin(rates)) + 1
+    assert averaging["epochs"] == list(range(max(1, best - 2), best + 1))  # the 3 epochs ending at the best
+    assert averaging["val_word_error_rate_best_epoch"] == pytest.approx(min(rates))
+    # The export holds the better of the best epoch and the average, as the report says.
+    chosen = min(averaging["val_word_error_rate_best_epoch"], averaging["val_word_error_rate_averaged"])
+    assert averaging["kept"] == ("average" if averaging["val_word_error_rate_averaged"] < min(rates) else "best epoch")
+    assert scores["word_error_rate"] == pytest.approx(chosen)
 
 
 def test_learns_the_task_and_reports_error_rates_and_attention(exported):

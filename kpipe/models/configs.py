@@ -205,6 +205,9 @@ class Seq2SeqConfig:
         dropout: dropout on the embeddings and before the output layer.
         beam_width: 1 = greedy decoding; more = beam search with this many hypotheses.
         length_penalty: beam scores are log-probability / length**length_penalty (0 = none).
+        average_epochs: 1 = keep the best epoch's weights; N >= 2: also average the weights of the N
+            epochs ending at the best one, and keep the average if it decodes the validation split
+            with a lower word error rate (the report says which was kept).
         source_vocabulary_size, target_vocabulary_size: set by kpipe from the training split.
     """
 
@@ -217,12 +220,14 @@ class Seq2SeqConfig:
     dropout: float = 0.1
     beam_width: int = 1
     length_penalty: float = 1.0
+    average_epochs: int = 1
     source_vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
     target_vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
 
     def __post_init__(self):
         check_choice("family", self.family, ("seq2seq_attention",))
-        for name in ("embedding_dim", "encoder_units", "decoder_units", "attention_units", "beam_width"):
+        for name in ("embedding_dim", "encoder_units", "decoder_units", "attention_units", "beam_width",
+                     "average_epochs"):
             check_range(name, getattr(self, name), low=1)
         check_choice("cell", self.cell, CELL_CLASSES)
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)

@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Callable
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from kpipe import export, manifest, reporting
+from kpipe.checkpoint_averaging import EpochWeights, averaged_weights
 from kpipe.datasets.pairs import PairSplits, load_pairs
 from kpipe.models.seq2seq import Seq2SeqConfig, Seq2SeqParts, build_seq2seq
 from kpipe.models.seq2seq_decoding import decode
@@ -113,6 +115,37 @@ class ValidationDecoding(keras.callbacks.Callback):
         logs["val_token_error_rate"] = scores["token_error_rate"]
 
 
+def _average_epochs(model: keras.Model, history: list[dict], epoch_weights: EpochWeights, count: int,
+                    translator: "Translator", references: dict[str, list[str]], kind: str) -> dict | None:
+    """Average the weights of the `count` epochs ending at the kept (best) one, score the average and
+    the kept weights on the validation split (greedy), and leave `model` holding the better of the two."""
+    rates = [h.get("val_word_error_rate") for h in history]
+    best = int(np.argmin(rates)) + 1 if rates and None not in rates else len(history)
+    epochs = [e for e in range(max(1, best - count + 1), best + 1) if epoch_weights.path(e).is_file()]
+    if len(epochs) < 2:
+        log.info("Checkpoint averaging skipped: fewer than two saved epochs up to the kept epoch %d", best)
+        return None
+    sources = list(references)
+
+    def validation_wer() -> float:
+        outputs, _ = translate_batches(translator, sources)
+        return score_outputs(outputs, sources, references, kind)["word_error_rate"]
+
+    kept = model.get_weights()
+    mean = averaged_weights(model, [epoch_weights.path(e) for e in epochs])
+    model.set_weights(kept)
+    kept_rate = validation_wer()
+    model.set_weights(mean)
+    mean_rate = validation_wer()
+    use_mean = mean_rate < kept_rate
+    if not use_mean:
+        model.set_weights(kept)
+    log.info("Checkpoint averaging of epochs %s: validation WER %.2f%% (epoch %d alone %.2f%%): keeping %s",
+             epochs, 100 * mean_rate, best, 100 * kept_rate, "the average" if use_mean else f"epoch {best}")
+    return {"epochs": epochs, "val_word_error_rate_averaged": mean_rate, "val_word_error_rate_best_epoch": kept_rate,
+            "kept": "average" if use_mean else "best epoch"}
+
+
 # === Running the pipeline ===
 
 def run_translate(config: PipelineConfig) -> RunResult:
@@ -151,8 +184,16 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     decoding = ([ValidationDecoding(lambda m: Translator(built[id(m)], source_table, target_table, pre, greedy),
                                     splits.references("validation"), pre.target_tokens)]
                 if splits.validation else [])
+    epoch_weights = EpochWeights(run.work_dir / "epoch_weights", write=run.chief)
+    averaging = model_config.average_epochs > 1 and bool(splits.validation)
     model, history = run.train(build, loss="sparse_categorical_crossentropy", metrics=[], train_data=train_ds,
-                               validation_data=validation_ds, metric_callbacks=decoding)
+                               validation_data=validation_ds, metric_callbacks=decoding,
+                               extra_callbacks=[epoch_weights] if averaging else [])
+    averaged = None
+    if averaging:
+        averaged = _average_epochs(model, history, epoch_weights, model_config.average_epochs,
+                                   Translator(built[id(model)], source_table, target_table, pre, greedy),
+                                   splits.references("validation"), pre.target_tokens)
     translator = Translator(built[id(model)], source_table, target_table, pre, model_config)
 
     # === Test split: every distinct source once, right if the output matches any reference ===
@@ -171,6 +212,7 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
         "decoding": "greedy" if model_config.beam_width == 1 else f"beam {model_config.beam_width}",
         "error_analysis": error_analysis(sources, hypotheses, reference_tokens),
         "decode_seconds": round(decode_seconds, 2),
+        "checkpoint_averaging": averaged,
         "examples": [{"source": s, "output": o, "references": references[s]} for s, o in
                      list(zip(sources, outputs))[:20]],
     }
