@@ -10,7 +10,7 @@ Anchors differ by protocol: the current CMUdict with stress removed (names and a
 is of this one) is harder than the older PRONALSYL-2007 CMUdict split most papers report, so only the first group
 compares with kpipe's figures.
 
-Usage: python benchmarks/g2p_attention.py --epochs 10 [--beam 4] [--limit 0]
+Usage: python benchmarks/g2p_attention.py --epochs 10 [--beam 4] [--limit 0] [--set model.average_epochs=3 ...]
 """
 
 from __future__ import annotations
@@ -37,8 +37,10 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--limit", type=int, default=0, help="distinct words to use (0 = all)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="more config overrides, e.g. model.encoder_units=256 (repeatable)")
     args = parser.parse_args()
-    config = load_pipeline("g2p-attention", [f"training.epochs={args.epochs}", f"data.limit={args.limit}"])
+    config = load_pipeline("g2p-attention", [f"training.epochs={args.epochs}", f"data.limit={args.limit}", *args.set])
     started = time.perf_counter()
     result = run_pipeline(config)
     total = time.perf_counter() - started
@@ -47,6 +49,11 @@ def main() -> None:
           f"({total:.0f} s with data, evaluation and export) on {os.cpu_count()} CPU cores")
     print(f"greedy: WER {100 * m['word_error_rate']:.2f}%  PER {100 * m['token_error_rate']:.2f}%  "
           f"({m['decode_seconds']:.1f} s for {m['data']['test_sources']} words)")
+    if m.get("checkpoint_averaging"):
+        a = m["checkpoint_averaging"]
+        print(f"checkpoint averaging of epochs {a['epochs']}: validation WER "
+              f"{100 * a['val_word_error_rate_averaged']:.2f}% vs {100 * a['val_word_error_rate_best_epoch']:.2f}% "
+              f"for the best epoch alone: kept {a['kept']}")
 
     # Beam search with the same trained weights.
     spec = json.loads((result.export_dir / TRANSLATOR_FILE).read_text(encoding="utf-8"))
