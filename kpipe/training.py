@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from kpipe import multi_worker
@@ -156,6 +157,21 @@ def _iterators_per_epoch(train_data: tf.data.Dataset, strategy: tf.distribute.St
     return 2 if int(train_data.cardinality()) > 0 else 1  # Keras' EpochIterator
 
 
+def monitor_mode(monitor: str) -> str:
+    """"max" for monitors where higher is better (accuracy), "min" for the rest (losses, error rates)."""
+    return "max" if monitor.endswith("accuracy") else "min"
+
+
+def kept_epoch(history: list[dict], config: TrainingConfig) -> int:
+    """The epoch (1-based) whose weights `train_model` returned: the best by `config.early_stopping_monitor`
+    (the first of equals, as early stopping keeps it), or the last without early stopping or when an epoch
+    did not log the monitor."""
+    values = [h.get(config.early_stopping_monitor) for h in history]
+    if not config.early_stopping_patience or not values or None in values:
+        return len(history)
+    return int((np.argmax if monitor_mode(config.early_stopping_monitor) == "max" else np.argmin)(values)) + 1
+
+
 def even_first_batch(dataset: tf.data.Dataset, replicas: int) -> tf.data.Dataset:
     """The same batches, except that a first batch whose rows do not divide among `replicas` is split in two:
     the rows that do, then the rest.
@@ -235,7 +251,7 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
         if early_stopping and config.early_stopping_patience:
             monitor = config.early_stopping_monitor
             stopper = ResumableEarlyStopping(monitor=monitor, patience=config.early_stopping_patience,
-                                             mode="max" if monitor.endswith("accuracy") else "min",
+                                             mode=monitor_mode(monitor),
                                              restore_best_weights=True, verbose=1)
         # Order matters: the timer and early stopping update the epoch's logs and state before the
         # checkpoint saves them.

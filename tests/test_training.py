@@ -268,3 +268,15 @@ def test_refit_with_validation_is_a_config_error_outside_forecasting():
     with pytest.raises(ConfigError, match="training.refit_with_validation is for forecast pipelines, not classify"):
         load_pipeline("sentiment-bilstm", ["training.refit_with_validation=true"])
     assert load_pipeline("weather-ar", ["training.refit_with_validation=true"]).training.refit_with_validation
+
+
+@pytest.mark.parametrize("monitor, patience, expected", [("val_loss", 2, 2), ("val_accuracy", 2, 3),
+                                                         ("val_loss", 0, 4), ("val_word_error_rate", 2, 4)])
+def test_kept_epoch_is_the_one_train_model_keeps(monitor, patience, expected):
+    from kpipe.training import kept_epoch
+
+    history = [{"val_loss": 0.5, "val_accuracy": 0.6}, {"val_loss": 0.3, "val_accuracy": 0.7},
+               {"val_loss": 0.3, "val_accuracy": 0.8}, {"val_loss": 0.4, "val_accuracy": 0.8}]
+    config = TrainingConfig(early_stopping_patience=patience, early_stopping_monitor=monitor)
+    # first of equal bests; the last epoch without early stopping or when the monitor was not logged
+    assert kept_epoch(history, config) == expected

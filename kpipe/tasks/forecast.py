@@ -33,6 +33,7 @@ from kpipe.pipeline_config import PipelineConfig, RunResult
 from kpipe.preprocessing.windows import (Scaler, WindowConfig, make_window_dataset, split_origins,
                                          window_arrays)
 from kpipe.runs import Run
+from kpipe.training import kept_epoch
 
 log = logging.getLogger(__name__)
 
@@ -137,20 +138,12 @@ def _statistical_baselines(config: PipelineConfig, target: np.ndarray, fit_end: 
     return forecasts, info
 
 
-def best_epochs(history: list[dict], monitor: str) -> int:
-    """How many epochs gave the best `monitor` (the epoch early stopping kept; all when none logged it)."""
-    values = [h.get(monitor) for h in history]
-    if not values or any(v is None for v in values):
-        return len(history)
-    return int(np.argmin(values)) + 1
-
-
 def _refit(run: Run, config: PipelineConfig, model_config, scaled: np.ndarray, origins: dict[str, np.ndarray],
            history: list[dict]) -> tuple[keras.Model, dict]:
     """A fresh model trained on every window whose targets lie in training + validation, for the
     number of epochs the validation split chose (resumable in the run's `refit` folder)."""
     windows: WindowConfig = config.preprocessing
-    epochs = best_epochs(history, config.training.early_stopping_monitor)
+    epochs = kept_epoch(history, config.training)
     both = np.arange(origins["train"][0], origins["validation"][-1] + 1)
     data = make_window_dataset(scaled, both, windows, batch_size=run.global_batch, shuffle=True,
                                seed=config.training.seed, stride=windows.stride)

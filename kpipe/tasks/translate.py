@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Callable
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from kpipe import export, manifest, reporting
@@ -35,6 +34,7 @@ from kpipe.preprocessing.token_pairs import (
     source_ids,
 )
 from kpipe.runs import Run
+from kpipe.training import kept_epoch
 from kpipe.sequence_metrics import corpus_bleu, error_analysis, error_rates
 
 log = logging.getLogger(__name__)
@@ -115,12 +115,10 @@ class ValidationDecoding(keras.callbacks.Callback):
         logs["val_token_error_rate"] = scores["token_error_rate"]
 
 
-def _average_epochs(model: keras.Model, history: list[dict], epoch_weights: EpochWeights, count: int,
+def _average_epochs(model: keras.Model, best: int, epoch_weights: EpochWeights, count: int,
                     translator: "Translator", references: dict[str, list[str]], kind: str) -> dict | None:
-    """Average the weights of the `count` epochs ending at the kept (best) one, score the average and
-    the kept weights on the validation split (greedy), and leave `model` holding the better of the two."""
-    rates = [h.get("val_word_error_rate") for h in history]
-    best = int(np.argmin(rates)) + 1 if rates and None not in rates else len(history)
+    """Average the weights of the `count` epochs ending at `best` (the epoch training kept), score the
+    average and the kept weights on the validation split (greedy), and leave `model` holding the better."""
     epochs = [e for e in range(max(1, best - count + 1), best + 1) if epoch_weights.path(e).is_file()]
     if len(epochs) < 2:
         log.info("Checkpoint averaging skipped: fewer than two saved epochs up to the kept epoch %d", best)
@@ -191,7 +189,8 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
                                extra_callbacks=[epoch_weights] if averaging else [])
     averaged = None
     if averaging:
-        averaged = _average_epochs(model, history, epoch_weights, model_config.average_epochs,
+        averaged = _average_epochs(model, kept_epoch(history, config.training), epoch_weights,
+                                   model_config.average_epochs,
                                    Translator(built[id(model)], source_table, target_table, pre, greedy),
                                    splits.references("validation"), pre.target_tokens)
     translator = Translator(built[id(model)], source_table, target_table, pre, model_config)
