@@ -1,13 +1,14 @@
-"""Both forecast pipelines beside every baseline (naive, seasonal naive, MSTL, AutoETS), at two horizons, one run.
+"""The forecast pipelines beside every baseline (naive, seasonal naive, MSTL, AutoETS), at two horizons, one run.
 
 Each pipeline runs through `run_pipeline` (its own config and split; `--set` overrides applied to
 all) in a temporary export folder, once per horizon. Every run scores the model, its ablations and
 the baselines on the same test origins (rolling origin, every test window), so each row compares
 like with like. Prints test MAE and MAPE, the ratio to the best baseline, the validation MAE of
-the model without its recurrent part (what the RNN is worth), interval coverage and seconds.
+the model without its recurrent part (what the RNN is worth, and whether the run kept it), interval
+coverage and seconds.
 
-Usage: python benchmarks/forecast_vs_statistical.py [--pipelines electricity-seasonal-ar weather-ar]
-           [--horizons electricity-seasonal-ar=24,48 weather-ar=7,14] [--set key=value ...] [--json out.json]
+Usage: python benchmarks/forecast_vs_statistical.py [--pipelines electricity-mstl electricity-seasonal-ar weather-ar]
+           [--horizons electricity-mstl=24,48 weather-ar=7,14] [--set key=value ...] [--json out.json]
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 
 from kpipe.pipelines import load_pipeline, run_pipeline
 
-HORIZONS = {"electricity-seasonal-ar": [24, 48], "weather-ar": [7, 14]}
+HORIZONS = {"electricity-mstl": [24, 48], "electricity-seasonal-ar": [24, 48], "weather-ar": [7, 14]}
 
 
 def main() -> None:
@@ -44,7 +45,7 @@ def main() -> None:
                     "pipeline": name, "horizon": horizon, "test_windows": metrics["data"]["test_windows"],
                     "mae": {k: v["mae"] for k, v in test.items()}, "mape": {k: v["mape"] for k, v in test.items()},
                     "best_baseline": metrics["best_baseline"], "vs_best": metrics["model_vs_best_baseline_mae"],
-                    "validation_mae": validation,
+                    "validation_mae": validation, "rnn_kept": metrics["recurrent_correction"]["kept"],
                     "coverage": metrics["intervals"]["test_coverage"],
                     "train_seconds": metrics["train_seconds_this_run"],
                     "baseline_seconds": {k: v["seconds"] for k, v in metrics["baselines"].items()},
@@ -57,6 +58,7 @@ def main() -> None:
     for r in rows:
         mae, val = r["mae"], r["validation_mae"]
         rnn = f"{1 - val['model'] / val['model_without_rnn']:+.1%}" if "model_without_rnn" in val else "–"
+        rnn += "" if r["rnn_kept"] else " (switched off)"
         print(f"| {r['pipeline']} | {r['horizon']} | {mae['model']:.4g} | {mae['naive']:.4g} | "
               f"{mae['seasonal_naive']:.4g} | {mae['mstl']:.4g} | {mae['auto_ets']:.4g} | "
               f"{r['vs_best']:.3f} ({r['best_baseline']}) | {rnn} | "

@@ -21,16 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from kpipe.cache import cache_root
+
 log = logging.getLogger(__name__)
 
 FORMAT = 1  # bump when the files below change
 WORDS_FILE, MATRIX_FILE = "words.txt", "matrix.npy"
-
-
-def cache_root() -> Path:
-    if os.environ.get("KPIPE_CACHE_DIR"):
-        return Path(os.environ["KPIPE_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kpipe"
 
 
 def entry_for(path: str | Path) -> Path:

@@ -170,3 +170,40 @@ def test_refit_trains_a_fresh_model_on_training_and_validation_windows(tmp_path)
     kernel = keras.saving.load_model(export / "model.keras").get_layer("linear_autoregression").get_weights()[0]
     np.testing.assert_allclose(kernel, ridge_fit(validation_end), atol=2e-3)
     assert np.abs(kernel - ridge_fit(sizes["train"])).max() > 1e-2  # the training-only fit is another one
+
+
+def test_mstl_baseline_inside_the_model_is_mstl_on_each_window(tmp_path):
+    """With model.add_baseline='mstl' the model without its recurrent correction forecasts what MSTL
+    (statsforecast's trend model fitted on the training split, decomposed again on each window) forecasts
+    from the same validation windows; the map is kept in the cache for the next run. A correction that
+    does not lower validation MAE (a learning rate far too high) is switched off with "if_better"."""
+    from pmdarima.datasets import load_taylor
+
+    from kpipe.forecasting import baselines
+
+    mstl_only = [*QUICK, "--set", 'model.add_baseline="mstl"', "--set", "model.linear_steps=0", "--set",
+                 "evaluation.baseline=false", "--set", 'model.recurrent_correction="if_better"', "--set",
+                 "training.learning_rate=0.5"]
+    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-seasonal-ar", *mstl_only], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "MSTL as an affine map of 96 steps" in run.stderr
+    metrics = json.loads((tmp_path / "saved_models" / "electricity-seasonal-ar" / "1" / "metrics.json").read_text())
+    y = load_taylor().astype(np.float64)
+    train_end = metrics["data"]["train"]
+    validation_end = train_end + metrics["data"]["validation"]
+    window, horizon = 96, 12
+    trend_model = baselines.fit_mstl_trend(y[:train_end], (48,))
+    origins = np.arange(train_end, validation_end - horizon + 1)
+    expected = np.stack([baselines.mstl_forecast(y[o - window:o], trend_model, (48,), horizon) for o in origins])
+    mae = float(np.mean(np.abs(expected - y[origins[:, None] + np.arange(horizon)])))
+    assert metrics["validation_mae"]["model_without_rnn"] == pytest.approx(mae, rel=1e-4)
+    decision = metrics["recurrent_correction"]
+    assert decision["kept"] is False and decision["validation_mae_with"] > decision["validation_mae_without"]
+    assert metrics["test"]["model"]["mae"] == pytest.approx(metrics["test"]["model_without_rnn"]["mae"], rel=1e-6)
+    assert "switched off" in run.stdout
+
+    again = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-seasonal-ar", *mstl_only, "--set",
+                            "training.seed=2"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "read from" in again.stderr

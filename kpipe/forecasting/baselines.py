@@ -67,6 +67,28 @@ def mstl_decomposition(values: np.ndarray, periods: list[int], r_jumps: bool = T
     return parts | {f"seasonal{p}": s for p, s in zip(periods, seasonal)}
 
 
+def fit_mstl_trend(target: np.ndarray, season_lengths: tuple[int, ...]):
+    """statsforecast's `MSTL.fit` on `target`: its AutoETS (non-seasonal) model of the seasonally adjusted
+    series, which `mstl_forecast` then runs with these parameters fixed."""
+    from statsforecast.models import MSTL, AutoETS
+
+    periods = sorted(int(p) for p in season_lengths)
+    return MSTL(season_length=periods, trend_forecaster=AutoETS(model="ZZN")).fit(
+        np.asarray(target, dtype=np.float64)).trend_forecaster
+
+
+def mstl_forecast(history: np.ndarray, trend_model, season_lengths: tuple[int, ...], horizon: int,
+                  r_jumps: bool = True) -> np.ndarray:
+    """MSTL's forecast after `history`: the decomposition redone on `history`, the fitted trend model
+    (`fit_mstl_trend`, parameters fixed) run on the seasonally adjusted series, and the last season of
+    each seasonal component added back (statsforecast's `MSTL.forward`, exactly when `r_jumps=False`)."""
+    periods = sorted(int(p) for p in season_lengths)
+    parts = mstl_decomposition(history, periods, r_jumps)
+    steps, end = np.arange(horizon), len(history)
+    last_seasons = sum(parts[f"seasonal{p}"][end - p + steps % p] for p in periods)
+    return trend_model.forward(y=parts["trend"] + parts["remainder"], h=horizon)["mean"] + last_seasons
+
+
 def mstl(target: np.ndarray, fit_end: int, origins: np.ndarray, horizon: int, season_lengths: tuple[int, ...],
          r_jumps: bool = True) -> tuple[np.ndarray, dict]:
     """MSTL (statsforecast: every season in `season_lengths`, an AutoETS non-seasonal trend) from each origin.
@@ -81,17 +103,11 @@ def mstl(target: np.ndarray, fit_end: int, origins: np.ndarray, horizon: int, se
     Returns:
         (forecasts (origins, horizon), {"trend_model": the ETS model's name, "stl_jumps": "R" or "none"}).
     """
-    from statsforecast.models import MSTL, AutoETS
-
     target = np.asarray(target, dtype=np.float64)
     periods = sorted(int(p) for p in season_lengths)
-    ets = MSTL(season_length=periods, trend_forecaster=AutoETS(model="ZZN")).fit(target[:fit_end]).trend_forecaster
-    steps = np.arange(horizon)
-    forecasts = np.empty((len(origins), horizon))
-    for row, origin in enumerate(np.asarray(origins, dtype=np.int64)):
-        parts = mstl_decomposition(target[:origin], periods, r_jumps)
-        last_seasons = sum(parts[f"seasonal{p}"][origin - p + steps % p] for p in periods)
-        forecasts[row] = ets.forward(y=parts["trend"] + parts["remainder"], h=horizon)["mean"] + last_seasons
+    ets = fit_mstl_trend(target[:fit_end], periods)
+    forecasts = np.stack([mstl_forecast(target[:origin], ets, periods, horizon, r_jumps)
+                          for origin in np.asarray(origins, dtype=np.int64)])
     info = {"trend_model": str(ets.model_["method"]), "stl_jumps": "R" if r_jumps else "none"}
     log.info("MSTL (seasons %s, trend %s) fitted on %d steps, decomposed again at each of %d origins",
              periods, info["trend_model"], fit_end, len(origins))

@@ -22,7 +22,7 @@ LINEAR_ATTENTION_FEATURE_MAPS = ("elu", "relu")  # φ of LinearAttention: elu(x)
 RANDOM_FEATURE_KERNELS = ("softmax", "gaussian")  # what RandomFeatureAttention's features approximate
 RANDOM_FEATURE_REDRAWS = ("never", "every_step")
 CONDITIONING = ("none", "initial_state", "every_step")
-BASELINES = ("none", "naive", "seasonal_naive")
+BASELINES = ("none", "naive", "seasonal_naive", "mstl")
 LOSSES = ("mse", "mae", "huber")
 
 
@@ -325,14 +325,21 @@ class RNNForecasterConfig:
         conv_stride: its stride: > 1 shortens long windows (a week of half-hours is 336 steps)
             before the slower recurrent layers.
         dropout: dropout on each recurrent layer's inputs and before the output layer.
-        add_baseline: "none", "naive" or "seasonal_naive": the network forecasts the correction to
-            that baseline, read from its own input window (the last value, or the values one season
-            back), instead of the whole value. Strongly seasonal series start from a good forecast.
+        add_baseline: "none", "naive", "seasonal_naive" or "mstl": the network forecasts the correction
+            to that baseline, read from its own input window (the last value, the values one season
+            back, or MSTL's forecast over every season of `preprocessing`, carried as a fixed affine
+            map of the window: `kpipe.forecasting.mstl_operator`), instead of the whole value.
+            Strongly seasonal series start from a good forecast. "mstl" needs a window of two of the
+            longest seasons.
         linear_steps: > 0 adds a linear autoregressive path in parallel (LSTNet's "highway", Lai et al.
             2018): a Dense layer from the last `linear_steps` target values straight to the horizon.
             It can represent weighted seasonal averages and level shifts exactly, which the
             recurrent path learns only roughly from little data. 0 = off.
         loss: the training objective on scaled values: "mse", "mae" (what the report ranks by) or "huber".
+        recurrent_correction: "always" keeps the trained (Conv1D →) RNN path; "if_better" keeps it only if
+            it lowers the validation MAE of the baseline and linear paths without it, and otherwise
+            switches it off (its output layer zeroed) in what is tested and exported; the report says
+            which. Needs a baseline or a linear path to fall back on.
         linear_ridge: the L2 penalty of the ridge regression that sets the linear path (`fit_linear_path`,
             on the training windows, before the recurrent path is trained). The linear path is not
             trained by gradient descent, which is slow and noisy on strongly correlated neighbouring
@@ -354,6 +361,7 @@ class RNNForecasterConfig:
     linear_steps: int = 0
     linear_ridge: float = 1.0
     loss: str = "mse"
+    recurrent_correction: str = "always"
     window: int = dataclasses.field(default=336, metadata=DERIVED)
     horizon: int = dataclasses.field(default=48, metadata=DERIVED)
     num_features: int = dataclasses.field(default=1, metadata=DERIVED)
@@ -370,6 +378,7 @@ class RNNForecasterConfig:
         check_choice("add_baseline", self.add_baseline, BASELINES)
         check_range("linear_steps", self.linear_steps, low=0)
         check_choice("loss", self.loss, LOSSES)
+        check_choice("recurrent_correction", self.recurrent_correction, ("always", "if_better"))
         check_range("linear_ridge", self.linear_ridge, low=0.0)
         for name in ("window", "horizon", "num_features", "season_length"):
             check_range(name, getattr(self, name), low=1)
@@ -389,6 +398,12 @@ class RNNForecasterConfig:
         if self.add_baseline == "seasonal_naive" and not (self.horizon <= self.season_length <= self.window):
             return (f"{m}add_baseline='seasonal_naive' needs horizon <= season_length <= window; got "
                     f"{w}horizon={self.horizon}, {w}season_length={self.season_length}, {w}window={self.window}")
+        if self.recurrent_correction == "if_better" and self.add_baseline == "none" and not self.linear_steps:
+            return (f"{m}recurrent_correction='if_better' needs something to fall back on: set {m}add_baseline "
+                    f"or {m}linear_steps")
+        if self.add_baseline == "mstl" and self.window < 2 * self.season_length:
+            return (f"{m}add_baseline='mstl' needs a window of two seasons; got {w}window={self.window}, "
+                    f"{w}season_length={self.season_length}: set {w}window >= {2 * self.season_length}")
         return ""
 
 

@@ -78,6 +78,14 @@ def build_rnn_forecaster(config: RNNForecasterConfig) -> keras.Model:
         return keras.Model(inputs, correction, name="rnn_forecaster")
 
     # === Baseline from the input window (feature 0 is the target), plus the learned correction ===
+    if config.add_baseline == "mstl":
+        # MSTL's forecast is an affine map of the window (kpipe.forecasting.mstl_operator): a fixed
+        # Dense layer that `set_mstl_baseline` fills in, float32 like every baseline.
+        whole = TargetSlice(0, config.window, config.window, dtype="float32", name="target_window")(inputs)
+        baseline = keras.layers.Dense(config.horizon, kernel_initializer="zeros", dtype="float32", trainable=False,
+                                      name="mstl")(whole)
+        forecast = keras.layers.Add(name="forecast_plus_baseline", dtype="float32")([baseline, correction])
+        return keras.Model(inputs, forecast, name="rnn_forecaster")
     if config.add_baseline == "naive":
         start, stop = config.window - 1, config.window  # the last value, repeated over the horizon
     else:
@@ -89,22 +97,41 @@ def build_rnn_forecaster(config: RNNForecasterConfig) -> keras.Model:
     return keras.Model(inputs, forecast, name="rnn_forecaster")
 
 
+def set_mstl_baseline(model: keras.Model, operator) -> None:
+    """Fill the `mstl` layer of a model built with `add_baseline="mstl"` with MSTL's affine map in the
+    model's scaled units (`AffineForecast.in_scaled_units`)."""
+    model.get_layer("mstl").set_weights([operator.matrix.T.astype("float32"), operator.offset.astype("float32")])
+
+
+def baseline_forecast(model: keras.Model, config: RNNForecasterConfig, inputs):
+    """The baseline part of the model's forecast (scaled units, NumPy float64) for windows (n, window, features)."""
+    import numpy as np
+
+    inputs = np.asarray(inputs, np.float64)
+    if config.add_baseline == "naive":
+        return np.repeat(inputs[:, -1:, 0], config.horizon, axis=1)
+    if config.add_baseline == "seasonal_naive":
+        start = config.window - config.season_length
+        return inputs[:, start:start + config.horizon, 0]
+    if config.add_baseline == "mstl":
+        kernel, bias = model.get_layer("mstl").get_weights()
+        return inputs[:, :, 0] @ kernel.astype(np.float64) + bias
+    return np.zeros((len(inputs), config.horizon))
+
+
 def fit_linear_path(model: keras.Model, config: RNNForecasterConfig, inputs, targets) -> None:
     """Set the linear path to the ridge-regression fit of `targets` minus the baseline.
 
     Args:
-        model: from `build_rnn_forecaster(config)` with `config.linear_steps > 0`.
+        model: from `build_rnn_forecaster(config)` with `config.linear_steps > 0` (and its MSTL
+            baseline set, if it has one).
         inputs: scaled training windows (n, window, features); feature 0 is the target.
         targets: their scaled targets (n, horizon).
     """
     import numpy as np
 
-    inputs, targets = np.asarray(inputs, np.float64), np.asarray(targets, np.float64)
-    if config.add_baseline == "naive":
-        targets = targets - inputs[:, -1:, 0]
-    elif config.add_baseline == "seasonal_naive":
-        start = config.window - config.season_length
-        targets = targets - inputs[:, start:start + config.horizon, 0]
+    inputs = np.asarray(inputs, np.float64)
+    targets = np.asarray(targets, np.float64) - baseline_forecast(model, config, inputs)
     recent = inputs[:, config.window - config.linear_steps:, 0]
     design = np.concatenate([recent, np.ones((len(recent), 1))], axis=1)
     penalty = config.linear_ridge * np.eye(design.shape[1])

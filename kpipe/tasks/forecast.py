@@ -28,7 +28,8 @@ from kpipe.errors import ConfigError, DataError
 from kpipe.forecasting import baselines
 from kpipe.forecasting.intervals import LEVELS, conformal_half_widths, coverage
 from kpipe.forecasting.metrics import forecast_errors, mase_scale
-from kpipe.models.rnn_forecaster import build_rnn_forecaster, fit_linear_path
+from kpipe.forecasting.mstl_operator import fitted_mstl_operator
+from kpipe.models.rnn_forecaster import build_rnn_forecaster, fit_linear_path, set_mstl_baseline
 from kpipe.pipeline_config import PipelineConfig, RunResult
 from kpipe.preprocessing.windows import (Scaler, WindowConfig, make_window_dataset, split_origins,
                                          window_arrays)
@@ -118,6 +119,20 @@ def _ablated_forecasts(model: keras.Model, model_config, inputs: np.ndarray) -> 
     return rows
 
 
+def _recurrent_correction_decision(model_config, val_mae: dict[str, float]) -> dict:
+    """Whether the trained recurrent path stays: always, or (`recurrent_correction = "if_better"`) only if
+    the model's validation MAE is below that of the model without it."""
+    if model_config.recurrent_correction == "always" or "model_without_rnn" not in val_mae:
+        return {"policy": model_config.recurrent_correction, "kept": True}
+    return {"policy": "if_better", "kept": val_mae["model"] < val_mae["model_without_rnn"],
+            "validation_mae_with": val_mae["model"], "validation_mae_without": val_mae["model_without_rnn"]}
+
+
+def _zero_layer(model: keras.Model, name: str) -> None:
+    layer = model.get_layer(name)
+    layer.set_weights([np.zeros_like(w) for w in layer.get_weights()])
+
+
 def _statistical_baselines(config: PipelineConfig, target: np.ndarray, fit_end: int,
                            origins: np.ndarray) -> tuple[dict[str, np.ndarray], dict]:
     """What a user would try instead, from each origin: naive, seasonal naive, and (unless
@@ -139,7 +154,7 @@ def _statistical_baselines(config: PipelineConfig, target: np.ndarray, fit_end: 
 
 
 def _refit(run: Run, config: PipelineConfig, model_config, scaled: np.ndarray, origins: dict[str, np.ndarray],
-           history: list[dict]) -> tuple[keras.Model, dict]:
+           history: list[dict], initialise: Callable[[keras.Model, np.ndarray], None]) -> tuple[keras.Model, dict]:
     """A fresh model trained on every window whose targets lie in training + validation, for the
     number of epochs the validation split chose (resumable in the run's `refit` folder)."""
     windows: WindowConfig = config.preprocessing
@@ -150,8 +165,7 @@ def _refit(run: Run, config: PipelineConfig, model_config, scaled: np.ndarray, o
 
     def build() -> keras.Model:
         model = build_rnn_forecaster(model_config)
-        if model_config.linear_steps:
-            fit_linear_path(model, model_config, *window_arrays(scaled, both, windows))
+        initialise(model, both)
         return model
 
     log.info("Refit on training + validation: %d windows, %d epoch(s) (the best on validation)", len(both), epochs)
@@ -185,11 +199,22 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
                                    seed=config.training.seed, stride=windows.stride)
     val_ds = make_window_dataset(scaled, origins["validation"], windows, batch_size=batch_size)
     model_config = config.model.resolved(windows, series.num_features)
+    mstl = None
+    if model_config.add_baseline == "mstl":  # MSTL over every season, fitted on the training split, in model units
+        mstl = fitted_mstl_operator(series.target[:series.train_end], windows.seasons, windows.window,
+                                    windows.horizon).in_scaled_units(float(scaler.mean[0]), float(scaler.scale[0]))
+
+    def initialise(model: keras.Model, fit_origins: np.ndarray) -> None:
+        """The fixed parts: the MSTL baseline, then the linear path's closed-form fit on the windows at
+        `fit_origins` (a resumed run restores both from its checkpoint anyway)."""
+        if mstl is not None:
+            set_mstl_baseline(model, mstl)
+        if model_config.linear_steps:
+            fit_linear_path(model, model_config, *window_arrays(scaled, fit_origins, windows))
 
     def build() -> keras.Model:
         model = build_rnn_forecaster(model_config)
-        if model_config.linear_steps:  # closed-form start for the linear path (a resumed run overrides it)
-            fit_linear_path(model, model_config, *window_arrays(scaled, origins["train"], windows))
+        initialise(model, origins["train"])
         return model
 
     model, history = run.train(build, loss=model_config.loss, metrics=["mae"], train_data=train_ds,
@@ -205,12 +230,18 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
     # === Validation: what each component is worth, and the interval widths (split conformal) ===
     val_truth, val_forecasts = model_forecasts("validation")
     val_mae = {name: float(np.mean(np.abs(values - val_truth))) for name, values in val_forecasts.items()}
-    half_widths = {level: conformal_half_widths(val_truth, val_forecasts["model"], level) for level in LEVELS}
+    recurrent = _recurrent_correction_decision(model_config, val_mae)
+    kept = "model" if recurrent["kept"] else "model_without_rnn"
+    half_widths = {level: conformal_half_widths(val_truth, val_forecasts[kept], level) for level in LEVELS}
 
     # === Optionally train again on training + validation windows, for the epochs validation chose ===
     refit = None
-    if config.training.refit_with_validation:
-        model, refit = _refit(run, config, model_config, scaled, origins, history)
+    if config.training.refit_with_validation and not recurrent["kept"] and not model_config.linear_steps:
+        log.info("Refit skipped: the recurrent correction is switched off and nothing else was trained")
+    elif config.training.refit_with_validation:
+        model, refit = _refit(run, config, model_config, scaled, origins, history, initialise)
+    if not recurrent["kept"]:  # the model without it is what gets tested and exported
+        _zero_layer(model, "forecast")
 
     # === Test: the model, its ablations and every baseline on the same origins, in original units ===
     test = origins["test"]
@@ -234,6 +265,7 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
         "model_vs_best_baseline_mae": results["model"]["mae"] / results[best_baseline]["mae"],
         "model_vs_seasonal_naive_mae": results["model"]["mae"] / results["seasonal_naive"]["mae"],
         "validation_mae": val_mae,
+        "recurrent_correction": recurrent,
         "refit_with_validation": refit,
         "intervals": {"method": "split conformal on the validation windows, per horizon step",
                       "test_coverage": interval_coverage,
@@ -273,10 +305,14 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
                          for row in val_mae if row != "model")
     if components:
         components += " (ablations: a component is worth what its removal costs)"
+    if not recurrent["kept"]:
+        components += (f"\nThe recurrent correction did not lower validation MAE ({val_mae['model']:.4g} with it, "
+                       f"{val_mae['model_without_rnn']:.4g} without): switched off in the tested and exported "
+                       "model (model.recurrent_correction = \"if_better\")")
     summary = (f"Test MAE {results['model']['mae']:.4g} ({series.target_name}): "
                f"{metrics['model_vs_best_baseline_mae']:.3f}x the best baseline ({best_baseline}), "
                f"{metrics['model_vs_seasonal_naive_mae']:.3f}x seasonal naive\n{_metrics_table(results)}\n"
-               f"Validation MAE of the model {val_mae['model']:.4g}{components}\n"
+               f"Validation MAE of the trained model {val_mae['model']:.4g}{components}\n"
                f"{refit_line}Prediction intervals on test: " + ", ".join(
                    f"{level} % covered {100 * interval_coverage[str(level)]:.1f} %" for level in LEVELS) + "\n"
                f"Exported to {version_dir} (report: metrics.json, forecast.png, error_by_horizon.png)\n"

@@ -2,7 +2,9 @@ import keras
 import numpy as np
 import pytest
 
-from kpipe.models.rnn_forecaster import RNNForecasterConfig, build_rnn_forecaster, fit_linear_path
+from kpipe.forecasting.mstl_operator import AffineForecast
+from kpipe.models.rnn_forecaster import (RNNForecasterConfig, build_rnn_forecaster, fit_linear_path,
+                                         set_mstl_baseline)
 
 
 def test_output_is_one_value_per_horizon_step():
@@ -59,3 +61,28 @@ def test_linear_path_is_the_least_squares_fit_over_the_baseline():
     assert not model.get_layer("linear_autoregression").trainable
     # The recurrent correction starts at zero, so the untrained model is baseline + linear fit.
     np.testing.assert_allclose(model(inputs).numpy(), baseline + design @ solution, atol=1e-4)
+
+
+def test_mstl_baseline_applies_its_affine_map_and_the_linear_path_fits_what_it_leaves():
+    rng = np.random.default_rng(1)
+    config = RNNForecasterConfig(units=(4,), window=12, horizon=3, season_length=6, add_baseline="mstl",
+                                 linear_steps=4, linear_ridge=0.0, num_features=2)
+    operator = AffineForecast(rng.normal(size=(3, 12)), rng.normal(size=3))
+    inputs = rng.normal(size=(200, 12, 2)).astype("float32")
+    targets = rng.normal(size=(200, 3))
+    model = build_rnn_forecaster(config)
+    set_mstl_baseline(model, operator)
+    fit_linear_path(model, config, inputs, targets)
+    baseline = inputs[:, :, 0].astype(np.float64) @ operator.matrix.T + operator.offset  # NumPy, by hand
+    design = np.concatenate([inputs[:, 8:, 0], np.ones((200, 1))], axis=1)
+    solution = np.linalg.lstsq(design, targets - baseline, rcond=None)[0]
+    np.testing.assert_allclose(model.get_layer("linear_autoregression").get_weights()[0], solution[:-1], atol=1e-4)
+    assert not model.get_layer("mstl").trainable
+    np.testing.assert_allclose(model(inputs).numpy(), baseline + design @ solution, atol=1e-4)
+
+
+def test_mstl_baseline_needs_two_seasons_in_the_window():
+    config = RNNForecasterConfig(window=10, horizon=3, season_length=6, add_baseline="mstl")
+    assert "window >= 12" in config.window_problem()
+    with pytest.raises(ValueError, match="two seasons"):
+        build_rnn_forecaster(config)
