@@ -1,0 +1,93 @@
+"""Greedy g2p decoding with several trained exports at once: their next-token log-probabilities summed at each step.
+
+The exports must share the split and vocabularies (the same pipeline data config; checked). Prints WER and
+PER on the validation and test words for each export alone and for the ensemble, so the ensemble is judged on
+validation before its test figure is read. A probe for issue 18: kpipe has no ensemble translate pipeline yet.
+
+Usage: python benchmarks/g2p_ensemble.py EXPORT_DIR EXPORT_DIR [...] [--pipeline g2p-attention-large]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from kpipe.datasets.pairs import load_pairs  # noqa: E402
+from kpipe.models.seq2seq import END, PAD, START, Seq2SeqParts, decode_step, encode  # noqa: E402
+from kpipe.models.seq2seq_decoding import _never_emit  # noqa: E402
+from kpipe.pipelines import load_pipeline  # noqa: E402
+from kpipe.preprocessing.token_pairs import TokenTable  # noqa: E402
+from kpipe.sequence_metrics import error_rates  # noqa: E402
+from kpipe.tasks.translate import TRANSLATOR_FILE, pad_batch, source_ids  # noqa: E402
+
+
+def greedy_ensemble(members: list[Seq2SeqParts], source_table: TokenTable, target_table: TokenTable, pre):
+    """A tf.function: strings -> decoded strings, each step's token the argmax of the members' summed log-probs."""
+    length = pre.max_target_length
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def translate(text):
+        source = pad_batch(source_ids(text, source_table, pre))
+        encoded = [encode(parts, source) for parts in members]
+        states = [e[2] for e in encoded]
+        batch = tf.shape(source)[0]
+        penalty = _never_emit(members[0].output.units)
+        tokens, finished = tf.fill([batch], START), tf.zeros([batch], tf.bool)
+        ids = tf.zeros([batch, length], tf.int32)
+        for step in tf.range(length):
+            total, next_states = 0.0, []
+            for parts, (outputs, mask, _), state in zip(members, encoded, states):
+                probabilities, state, _ = decode_step(parts, tokens, state, outputs, mask)
+                total += tf.math.log(probabilities + 1e-12)
+                next_states.append(state)
+            states = next_states
+            best = tf.where(finished, PAD, tf.argmax(total + penalty, axis=-1, output_type=tf.int32))
+            ids += best[:, None] * tf.cast(tf.one_hot(step, length), tf.int32)[None, :]
+            finished |= best == END
+            tokens = best
+            if tf.reduce_all(finished):
+                break
+        return target_table.join(ids)
+
+    return translate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("exports", nargs="+", type=Path)
+    parser.add_argument("--pipeline", default="g2p-attention-large", help="whose data config and split to score on")
+    args = parser.parse_args()
+    config = load_pipeline(args.pipeline)
+    specs = [json.loads((e / TRANSLATOR_FILE).read_text(encoding="utf-8")) for e in args.exports]
+    for key in ("source_vocabulary", "target_vocabulary"):
+        if any(spec[key] != specs[0][key] for spec in specs):
+            raise SystemExit(f"the exports do not share their {key.replace('_', ' ')}: train them on the same data")
+    source_table = TokenTable(specs[0]["source_vocabulary"], "")
+    target_table = TokenTable(specs[0]["target_vocabulary"], " ")
+    members = [Seq2SeqParts.from_model(keras.saving.load_model(e / "model.keras")) for e in args.exports]
+    pairs = load_pairs(config.data)
+    candidates = {str(e): [m] for e, m in zip(args.exports, members)} | {"ensemble": members}
+    for name, group in candidates.items():
+        translate = greedy_ensemble(group, source_table, target_table, config.preprocessing)
+        for split in ("validation", "test"):
+            references = pairs.references(split)
+            sources = list(references)
+            started = time.perf_counter()
+            outputs = []
+            for start in range(0, len(sources), 256):
+                outputs += [o.decode("utf-8") for o in translate(tf.constant(sources[start:start + 256])).numpy()]
+            rates = error_rates([o.split() for o in outputs], [[r.split() for r in references[s]] for s in sources])
+            print(f"{name} {split}: WER {100 * rates['word_error_rate']:.2f}%  "
+                  f"PER {100 * rates['token_error_rate']:.2f}%  ({time.perf_counter() - started:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
