@@ -1,5 +1,6 @@
 """Greedy g2p decoding with several trained exports at once: their next-token log-probabilities summed at each step.
 
+(`kpipe.models.seq2seq_decoding.greedy_decode` given several models.)
 The exports must share the split and vocabularies (the same pipeline data config; checked). Prints WER and
 PER on the validation and test words for each export alone and for the ensemble, so the ensemble is judged on
 validation before its test figure is read. A probe for issue 18: kpipe has no ensemble translate pipeline yet.
@@ -21,8 +22,8 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from kpipe.datasets.pairs import load_pairs  # noqa: E402
-from kpipe.models.seq2seq import END, PAD, START, Seq2SeqParts, decode_step, encode  # noqa: E402
-from kpipe.models.seq2seq_decoding import _never_emit  # noqa: E402
+from kpipe.models.seq2seq import Seq2SeqParts  # noqa: E402
+from kpipe.models.seq2seq_decoding import greedy_decode  # noqa: E402
 from kpipe.pipelines import load_pipeline  # noqa: E402
 from kpipe.preprocessing.token_pairs import TokenTable  # noqa: E402
 from kpipe.sequence_metrics import error_rates  # noqa: E402
@@ -30,31 +31,11 @@ from kpipe.tasks.translate import TRANSLATOR_FILE, pad_batch, source_ids  # noqa
 
 
 def greedy_ensemble(members: list[Seq2SeqParts], source_table: TokenTable, target_table: TokenTable, pre):
-    """A tf.function: strings -> decoded strings, each step's token the argmax of the members' summed log-probs."""
-    length = pre.max_target_length
+    """A tf.function: strings -> decoded strings, by kpipe's greedy decoder over all `members`."""
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def translate(text):
-        source = pad_batch(source_ids(text, source_table, pre))
-        encoded = [encode(parts, source) for parts in members]
-        states = [e[2] for e in encoded]
-        batch = tf.shape(source)[0]
-        penalty = _never_emit(members[0].output.units)
-        tokens, finished = tf.fill([batch], START), tf.zeros([batch], tf.bool)
-        ids = tf.zeros([batch, length], tf.int32)
-        for step in tf.range(length):
-            total, next_states = 0.0, []
-            for parts, (outputs, mask, _), state in zip(members, encoded, states):
-                probabilities, state, _ = decode_step(parts, tokens, state, outputs, mask)
-                total += tf.math.log(probabilities + 1e-12)
-                next_states.append(state)
-            states = next_states
-            best = tf.where(finished, PAD, tf.argmax(total + penalty, axis=-1, output_type=tf.int32))
-            ids += best[:, None] * tf.cast(tf.one_hot(step, length), tf.int32)[None, :]
-            finished |= best == END
-            tokens = best
-            if tf.reduce_all(finished):
-                break
+        ids, _ = greedy_decode(members, pad_batch(source_ids(text, source_table, pre)), pre.max_target_length)
         return target_table.join(ids)
 
     return translate

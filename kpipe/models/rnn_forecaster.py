@@ -78,21 +78,20 @@ def build_rnn_forecaster(config: RNNForecasterConfig) -> keras.Model:
         return keras.Model(inputs, correction, name="rnn_forecaster")
 
     # === Baseline from the input window (feature 0 is the target), plus the learned correction ===
+    # float32 even under mixed precision: the baseline is the forecast's backbone, not a 16-bit estimate.
     if config.add_baseline == "mstl":
         # MSTL's forecast is an affine map of the window (kpipe.forecasting.mstl_operator): a fixed
-        # Dense layer that `set_mstl_baseline` fills in, float32 like every baseline.
+        # Dense layer that `set_mstl_baseline` fills in.
         whole = TargetSlice(0, config.window, config.window, dtype="float32", name="target_window")(inputs)
         baseline = keras.layers.Dense(config.horizon, kernel_initializer="zeros", dtype="float32", trainable=False,
                                       name="mstl")(whole)
-        forecast = keras.layers.Add(name="forecast_plus_baseline", dtype="float32")([baseline, correction])
-        return keras.Model(inputs, forecast, name="rnn_forecaster")
-    if config.add_baseline == "naive":
-        start, stop = config.window - 1, config.window  # the last value, repeated over the horizon
     else:
-        start = config.window - config.season_length     # y[t + j - m] for j < horizon <= m
-        stop = start + config.horizon
-    # float32 even under mixed precision: the baseline is the forecast's backbone, not a 16-bit estimate.
-    baseline = TargetSlice(start, stop, config.horizon, dtype="float32", name=config.add_baseline)(inputs)
+        if config.add_baseline == "naive":
+            start, stop = config.window - 1, config.window  # the last value, repeated over the horizon
+        else:
+            start = config.window - config.season_length     # y[t + j - m] for j < horizon <= m
+            stop = start + config.horizon
+        baseline = TargetSlice(start, stop, config.horizon, dtype="float32", name=config.add_baseline)(inputs)
     forecast = keras.layers.Add(name="forecast_plus_baseline", dtype="float32")([baseline, correction])
     return keras.Model(inputs, forecast, name="rnn_forecaster")
 

@@ -8,6 +8,8 @@ end token, and the attention weights (batch, max_length, source_steps).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import tensorflow as tf
 
 from kpipe.models.seq2seq import END, PAD, START, UNKNOWN, Seq2SeqParts, decode_step, encode
@@ -25,22 +27,35 @@ def _same_shape(new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
     return tf.ensure_shape(new, old.shape)
 
 
-def greedy_decode(parts: Seq2SeqParts, source: tf.Tensor, max_length: int) -> tuple[tf.Tensor, tf.Tensor]:
-    """The most likely next token at every step, for a batch of right-padded source ids."""
-    encoder_outputs, mask, states = encode(parts, source)
+def greedy_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor,
+                  max_length: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """The most likely next token at every step, for a batch of right-padded source ids.
+
+    Given several models trained on the same vocabularies (an ensemble), the next token is the argmax of
+    their summed log-probabilities, and the attention returned is the first model's.
+    """
+    members = [parts] if isinstance(parts, Seq2SeqParts) else list(parts)
+    encoded = [encode(member, source) for member in members]
+    states = [member_states for _, _, member_states in encoded]
     batch, source_steps = tf.shape(source)[0], tf.shape(source)[1]
-    penalty = _never_emit(parts.output.units)
+    penalty = _never_emit(members[0].output.units)
     tokens = tf.fill([batch], START)
     finished = tf.zeros([batch], tf.bool)
     ids = tf.zeros([batch, max_length], tf.int32)
     attention = tf.zeros([batch, max_length, source_steps])
     for step in tf.range(max_length):
-        probabilities, states, weights = decode_step(parts, tokens, states, encoder_outputs, mask)
-        best = tf.argmax(tf.math.log(probabilities + 1e-12) + penalty, axis=-1, output_type=tf.int32)
+        log_probabilities, next_states, first_weights = penalty, [], None
+        for member, (encoder_outputs, mask, _), member_states in zip(members, encoded, states):
+            probabilities, member_states, weights = decode_step(member, tokens, member_states, encoder_outputs, mask)
+            log_probabilities += tf.math.log(probabilities + 1e-12)
+            next_states.append(member_states)
+            first_weights = weights if first_weights is None else first_weights
+        states = next_states
+        best = tf.argmax(log_probabilities, axis=-1, output_type=tf.int32)
         best = tf.where(finished, PAD, best)
         at_step = tf.one_hot(step, max_length)
         ids += best[:, None] * tf.cast(at_step, tf.int32)[None, :]
-        attention += tf.cast(weights, tf.float32)[:, None, :] * at_step[None, :, None] * tf.cast(
+        attention += tf.cast(first_weights, tf.float32)[:, None, :] * at_step[None, :, None] * tf.cast(
             ~finished, tf.float32)[:, None, None]
         finished |= best == END
         tokens = best

@@ -111,7 +111,7 @@ def _ablated_forecasts(model: keras.Model, model_config, inputs: np.ndarray) -> 
             continue
         layer = model.get_layer(layer_name)
         weights = layer.get_weights()
-        layer.set_weights([np.zeros_like(w) for w in weights])
+        _zero_layer(model, layer_name)
         try:
             rows[row] = model.predict(inputs, batch_size=256, verbose=0)
         finally:

@@ -1,5 +1,6 @@
 """Bahdanau attention against its formula in NumPy; greedy and beam decoding against plain loops."""
 
+import dataclasses
 import itertools
 
 import keras
@@ -34,12 +35,14 @@ def test_an_all_padding_source_gives_finite_weights():
     assert np.isfinite(weights.numpy()).all() and np.isfinite(context.numpy()).all()
 
 
+SMALL = Seq2SeqConfig(source_vocabulary_size=12, target_vocabulary_size=7, embedding_dim=4, encoder_units=6,
+                      decoder_units=8, attention_units=5, dropout=0.0)
+
+
 @pytest.fixture(scope="module", params=["gru", "lstm"])
 def parts(request):
     keras.utils.set_random_seed(1)
-    return build_seq2seq(Seq2SeqConfig(source_vocabulary_size=12, target_vocabulary_size=7, cell=request.param,
-                                       embedding_dim=4, encoder_units=6, decoder_units=8, attention_units=5,
-                                       dropout=0.0))
+    return build_seq2seq(dataclasses.replace(SMALL, cell=request.param))
 
 
 SOURCE = np.array([[5, 6, 7, 8], [9, 4, 0, 0], [11, 0, 0, 0]], "int32")
@@ -71,6 +74,35 @@ def test_batched_greedy_decoding_equals_one_example_at_a_time(parts):
         np.testing.assert_allclose(attention.numpy()[row, :len(expected)].sum(-1), 1.0, rtol=1e-5)
         # Attention never lands on the padding of the batched source.
         assert attention.numpy()[row, :, source.shape[1]:].max(initial=0.0) < 1e-6
+
+
+def test_greedy_decoding_of_an_ensemble_follows_the_summed_log_probabilities(parts):
+    keras.utils.set_random_seed(2)
+    other = build_seq2seq(dataclasses.replace(SMALL, cell="gru"))
+    members = [parts, other]
+
+    def decoded(models):
+        return tf.function(lambda s: greedy_decode(models, s, 5))(SOURCE)[0].numpy()
+
+    ids = decoded(members)
+    single = [decoded(m) for m in members]
+    for row in range(len(SOURCE)):
+        source = tf.constant(SOURCE[row:row + 1, :max(1, int((SOURCE[row] > 0).sum()))])
+        encoded = [encode(m, source) for m in members]
+        states = [e[2] for e in encoded]
+        token, expected = START, []
+        for _ in range(5):
+            total = np.zeros(7)
+            for i, (m, (outputs, mask, _)) in enumerate(zip(members, encoded)):
+                probabilities, states[i], _ = decode_step(m, tf.constant([token]), states[i], outputs, mask)
+                total += np.log(probabilities.numpy()[0].astype(np.float64) + 1e-12)
+            total[:3] = -np.inf  # padding, unknown and start are never emitted
+            token = int(total.argmax())
+            expected.append(token)
+            if token == END:
+                break
+        assert ids[row, :len(expected)].tolist() == expected
+    assert any((ids != one).any() for one in single)  # the ensemble is neither member alone
 
 
 def test_beam_of_width_one_is_greedy(parts):
