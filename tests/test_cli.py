@@ -82,6 +82,13 @@ CASES = {
     "forecast window too short for the linear path": (
         ["run", "electricity-seasonal-ar", "--set", "model.linear_steps=400"],
         "model.linear_steps=400 is longer than preprocessing.window=384"),
+    "MSTL baseline on a window shorter than two seasons": (
+        ["run", "electricity-mstl", "--set", "preprocessing.window=500"],
+        "model.add_baseline='mstl' needs a window of two seasons; got preprocessing.window=500"),
+    "recurrent correction switched off with nothing to fall back on": (
+        ["run", "electricity-seasonal-ar", "--set", 'model.add_baseline="none"', "--set", "model.linear_steps=0",
+         "--set", 'model.recurrent_correction="if_better"'],
+        "model.recurrent_correction='if_better' needs something to fall back on"),
     "non-UTF-8 corpus": (["run", "word2vec-bible", "--data", "latin1.txt"],
                          "latin1.txt is not valid utf-8 (line 2); re-save it as UTF-8 or set data.encoding"),
     "non-UTF-8 names file": (["run", "names-char", "--data", "latin1.txt"], "latin1.txt is not valid utf-8 (line 2)"),
