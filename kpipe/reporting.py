@@ -46,7 +46,7 @@ def plot_training_curves(history: list[dict[str, float]], path: Path, title: str
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    skip = {"learning_rate", "epoch_seconds"}
+    skip = {"learning_rate", "epoch_seconds", "member"}  # "member": an ensemble's members one after another
     names = sorted((k for k in (history[0] if history else {}) if not k.startswith("val_") and k not in skip),
                    key=lambda k: (k != "loss", k))
     fig, axes = plt.subplots(1, max(1, len(names)), figsize=(5 * max(1, len(names)), 3.6), squeeze=False)

@@ -208,6 +208,10 @@ class Seq2SeqConfig:
         average_epochs: 1 = keep the best epoch's weights; N >= 2: also average the weights of the N
             epochs ending at the best one, and keep the average if it decodes the validation split
             with a lower word error rate (the report says which was kept).
+        ensemble_members: 1 = one model; N >= 2: train N models with seeds `training.seed`,
+            `training.seed + 1`, ..., then keep the ensemble of the k best (k = 1..N, ranked by
+            validation WER) that decodes the validation split best; they decode together (next-token
+            log-probabilities summed, greedy or beam) in one SavedModel.
         source_vocabulary_size, target_vocabulary_size: set by kpipe from the training split.
     """
 
@@ -221,13 +225,14 @@ class Seq2SeqConfig:
     beam_width: int = 1
     length_penalty: float = 1.0
     average_epochs: int = 1
+    ensemble_members: int = 1
     source_vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
     target_vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
 
     def __post_init__(self):
         check_choice("family", self.family, ("seq2seq_attention",))
         for name in ("embedding_dim", "encoder_units", "decoder_units", "attention_units", "beam_width",
-                     "average_epochs"):
+                     "average_epochs", "ensemble_members"):
             check_range(name, getattr(self, name), low=1)
         check_choice("cell", self.cell, CELL_CLASSES)
         check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)

@@ -27,6 +27,10 @@ def _same_shape(new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
     return tf.ensure_shape(new, old.shape)
 
 
+def _members(parts: Seq2SeqParts | Sequence[Seq2SeqParts]) -> list[Seq2SeqParts]:
+    return [parts] if isinstance(parts, Seq2SeqParts) else list(parts)
+
+
 def greedy_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor,
                   max_length: int) -> tuple[tf.Tensor, tf.Tensor]:
     """The most likely next token at every step, for a batch of right-padded source ids.
@@ -34,7 +38,7 @@ def greedy_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tenso
     Given several models trained on the same vocabularies (an ensemble), the next token is the argmax of
     their summed log-probabilities, and the attention returned is the first model's.
     """
-    members = [parts] if isinstance(parts, Seq2SeqParts) else list(parts)
+    members = _members(parts)
     encoded = [encode(member, source) for member in members]
     states = [member_states for _, _, member_states in encoded]
     batch, source_steps = tf.shape(source)[0], tf.shape(source)[1]
@@ -64,18 +68,24 @@ def greedy_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tenso
     return ids, attention
 
 
-def beam_decode(parts: Seq2SeqParts, source: tf.Tensor, max_length: int, beam_width: int,
+def beam_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor, max_length: int, beam_width: int,
                 length_penalty: float = 1.0) -> tuple[tf.Tensor, tf.Tensor]:
     """Beam search: keep the `beam_width` best partial outputs per row by summed log-probability;
-    the result is the finished hypothesis with the best log-probability / length**length_penalty."""
+    the result is the finished hypothesis with the best log-probability / length**length_penalty.
+
+    Given several models (an ensemble), a hypothesis' score sums every model's log-probabilities, each
+    model keeps its own decoder states per hypothesis, and the attention returned is the first model's.
+    """
     k = beam_width
-    encoder_outputs, mask, states = encode(parts, source)
+    members = _members(parts)
     batch, source_steps = tf.shape(source)[0], tf.shape(source)[1]
-    vocabulary = parts.output.units
+    vocabulary = members[0].output.units
     # Every hypothesis gets its own copy of its row's encoder outputs: row-major (batch * k).
-    encoder_outputs = tf.repeat(encoder_outputs, k, axis=0)
-    mask = tf.repeat(mask, k, axis=0)
-    states = [tf.repeat(s, k, axis=0) for s in states]
+    encoded, states = [], []
+    for member in members:
+        encoder_outputs, mask, member_states = encode(member, source)
+        encoded.append((tf.repeat(encoder_outputs, k, axis=0), tf.repeat(mask, k, axis=0)))
+        states.append([tf.repeat(s, k, axis=0) for s in member_states])
     penalty = _never_emit(vocabulary)
     # A finished hypothesis can only be extended by padding, at no cost.
     finished_row = tf.where(tf.range(vocabulary) == PAD, 0.0, NEG_INF)
@@ -89,8 +99,14 @@ def beam_decode(parts: Seq2SeqParts, source: tf.Tensor, max_length: int, beam_wi
     rows = tf.range(batch)[:, None] * k
     for step in tf.range(max_length):
         loop_vars, loop_states = (scores, lengths, finished, ids, attention, tokens), states
-        probabilities, states, weights = decode_step(parts, tokens, states, encoder_outputs, mask)
-        log_probs = tf.reshape(tf.math.log(tf.cast(probabilities, tf.float32) + 1e-12) + penalty, [batch, k, vocabulary])
+        log_probs, states, weights = penalty, [], None
+        for member, (encoder_outputs, mask), member_states in zip(members, encoded, loop_states):
+            probabilities, member_states, member_weights = decode_step(member, tokens, member_states,
+                                                                       encoder_outputs, mask)
+            log_probs += tf.math.log(tf.cast(probabilities, tf.float32) + 1e-12)
+            states.append(member_states)
+            weights = member_weights if weights is None else weights
+        log_probs = tf.reshape(log_probs, [batch, k, vocabulary])
         log_probs = tf.where(finished[:, :, None], finished_row[None, None, :], log_probs)
         candidates = tf.reshape(scores[:, :, None] + log_probs, [batch, k * vocabulary])
         scores, chosen = tf.math.top_k(candidates, k)
@@ -105,12 +121,12 @@ def beam_decode(parts: Seq2SeqParts, source: tf.Tensor, max_length: int, beam_wi
         weights = tf.gather(weights, parent, batch_dims=1) * tf.cast(~was_finished, tf.float32)[:, :, None]
         attention = tf.gather(attention, parent, batch_dims=1) + weights[:, :, None, :] * at_step[None, None, :, None]
         flat_parent = tf.reshape(rows + parent, [-1])
-        states = [tf.gather(s, flat_parent) for s in states]
         tokens = tf.reshape(token, [-1])
         # Gathers lose the static batch size; the loop needs the same shapes every iteration.
         scores, lengths, finished, ids, attention, tokens = (
             _same_shape(new, old) for new, old in zip((scores, lengths, finished, ids, attention, tokens), loop_vars))
-        states = [_same_shape(new, old) for new, old in zip(states, loop_states)]
+        states = [[_same_shape(tf.gather(new, flat_parent), old) for new, old in zip(member_states, old_states)]
+                  for member_states, old_states in zip(states, loop_states)]
         if tf.reduce_all(finished):
             break
 
@@ -121,9 +137,9 @@ def beam_decode(parts: Seq2SeqParts, source: tf.Tensor, max_length: int, beam_wi
     return tf.gather(ids, best, batch_dims=1), tf.gather(attention, best, batch_dims=1)
 
 
-def decode(parts: Seq2SeqParts, source: tf.Tensor, max_length: int, beam_width: int = 1,
+def decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor, max_length: int, beam_width: int = 1,
            length_penalty: float = 1.0) -> tuple[tf.Tensor, tf.Tensor]:
-    """Greedy decoding for `beam_width` 1, beam search otherwise."""
+    """Greedy decoding for `beam_width` 1, beam search otherwise; several models decode as an ensemble."""
     if beam_width == 1:
         return greedy_decode(parts, source, max_length)
     return beam_decode(parts, source, max_length, beam_width, length_penalty)

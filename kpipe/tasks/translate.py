@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import keras
 import tensorflow as tf
@@ -43,13 +43,18 @@ TRANSLATOR_FILE = "translator.json"
 
 
 class Translator(tf.Module):
-    """Raw strings → decoded strings and attention weights, preprocessing and decoding in one graph."""
+    """Raw strings → decoded strings and attention weights, preprocessing and decoding in one graph.
 
-    def __init__(self, parts: Seq2SeqParts, source_table: TokenTable, target_table: TokenTable,
-                 pre: PairPreprocessingConfig, model_config: Seq2SeqConfig):
+    Given several models' parts (an ensemble trained on the same vocabularies), they decode together:
+    their next-token log-probabilities are summed; the attention returned is the first model's.
+    """
+
+    def __init__(self, parts: Seq2SeqParts | Sequence[Seq2SeqParts], source_table: TokenTable,
+                 target_table: TokenTable, pre: PairPreprocessingConfig, model_config: Seq2SeqConfig):
         super().__init__()
-        self.model = parts.model
-        self.parts = parts
+        self.parts = tuple([parts] if isinstance(parts, Seq2SeqParts) else parts)
+        self.model = self.parts[0].model
+        self.models = [member.model for member in self.parts]  # tracked: the SavedModel keeps every member
         self.source_table, self.target_table = source_table, target_table
         self.pre, self.beam_width, self.length_penalty = pre, model_config.beam_width, model_config.length_penalty
         self.translate = tf.function(self._translate, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
@@ -152,6 +157,16 @@ def run_translate(config: PipelineConfig) -> RunResult:
         return _run_translate(run, config)
 
 
+@dataclasses.dataclass
+class TrainedMember:
+    """One trained encoder-decoder of a translate run (an ensemble has several)."""
+
+    parts: Seq2SeqParts
+    history: list[dict]
+    seed: int
+    checkpoint_averaging: dict | None
+
+
 def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     pre: PairPreprocessingConfig = config.preprocessing
     splits: PairSplits = load_pairs(config.data)
@@ -164,36 +179,25 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
              len(source_table.tokens), len(target_table.tokens), too_long, pre.max_source_length)
     model_config: Seq2SeqConfig = dataclasses.replace(
         config.model, source_vocabulary_size=source_table.size, target_vocabulary_size=target_table.size)
-
-    batch_size = run.global_batch
-    seed = config.training.seed
-    train_ds = make_pair_dataset(splits.train, source_table, target_table, pre, batch_size=batch_size, shuffle=True,
-                                 seed=seed)
-    validation_ds = (make_pair_dataset(splits.validation, source_table, target_table, pre, batch_size=batch_size)
-                     if splits.validation else None)
-    built: dict[int, Seq2SeqParts] = {}
-
-    def build() -> keras.Model:
-        parts = build_seq2seq(model_config)
-        built[id(parts.model)] = parts
-        return parts.model
-
     greedy = dataclasses.replace(model_config, beam_width=1)  # validation decoding: fast, and what is compared
-    decoding = ([ValidationDecoding(lambda m: Translator(built[id(m)], source_table, target_table, pre, greedy),
-                                    splits.references("validation"), pre.target_tokens)]
-                if splits.validation else [])
-    epoch_weights = EpochWeights(run.work_dir / "epoch_weights", write=run.chief)
-    averaging = model_config.average_epochs > 1 and bool(splits.validation)
-    model, history = run.train(build, loss="sparse_categorical_crossentropy", metrics=[], train_data=train_ds,
-                               validation_data=validation_ds, metric_callbacks=decoding,
-                               extra_callbacks=[epoch_weights] if averaging else [])
-    averaged = None
-    if averaging:
-        averaged = _average_epochs(model, kept_epoch(history, config.training), epoch_weights,
-                                   model_config.average_epochs,
-                                   Translator(built[id(model)], source_table, target_table, pre, greedy),
-                                   splits.references("validation"), pre.target_tokens)
-    translator = Translator(built[id(model)], source_table, target_table, pre, model_config)
+
+    def make_translator(parts, decoding: Seq2SeqConfig = greedy) -> Translator:
+        return Translator(parts, source_table, target_table, pre, decoding)
+
+    count = model_config.ensemble_members
+    trained = []
+    for index in range(count):
+        if count > 1:
+            log.info("Ensemble member %d of %d (seed %d)", index + 1, count, config.training.seed + index)
+        trained.append(_train_member(run, config, model_config, splits, source_table, target_table, make_translator,
+                                     index=index, subdir=f"member{index + 1}" if count > 1 else ""))
+    members, ensemble = (_choose_members(trained, make_translator, splits.references("validation"), pre.target_tokens)
+                         if count > 1 else (trained, None))
+    model = members[0].parts.model
+    history = [{**h, "member": trained.index(m) + 1} if count > 1 else h for m in trained for h in m.history]
+    averaged = (trained[0].checkpoint_averaging if count == 1
+                else [m.checkpoint_averaging for m in trained] if model_config.average_epochs > 1 else None)
+    translator = make_translator([m.parts for m in members], model_config)
 
     # === Test split: every distinct source once, right if the output matches any reference ===
     references = splits.references("test")
@@ -212,6 +216,7 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
         "error_analysis": error_analysis(sources, hypotheses, reference_tokens),
         "decode_seconds": round(decode_seconds, 2),
         "checkpoint_averaging": averaged,
+        **({"ensemble": ensemble} if ensemble else {}),
         "examples": [{"source": s, "output": o, "references": references[s]} for s, o in
                      list(zip(sources, outputs))[:20]],
     }
@@ -226,6 +231,8 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     def write(path: Path) -> None:
         export.write_saved_model(path, tracked=[model, translator], endpoints={"translate": translator.translate})
         export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
+        for number, member in enumerate(members[1:], start=2):  # model.keras is the first (best) member
+            member.parts.model.save(path / f"member{number}.keras")
         reporting.plot_attention([(_tokens(sources[i].lower() if pre.lowercase else sources[i], pre.source_tokens),
                                    _tokens(outputs[i], pre.target_tokens), attention[i]) for i in shown],
                                  path / "attention.png")
@@ -242,6 +249,69 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
                f"Exported to {version_dir} (report: metrics.json, attention.png)\n"
                f'Try: kpipe translate {version_dir} "{sources[0]}"')
     return RunResult(version_dir, metrics, summary)
+
+
+def _train_member(run: Run, config: PipelineConfig, model_config: Seq2SeqConfig, splits: PairSplits,
+                  source_table: TokenTable, target_table: TokenTable,
+                  translator: Callable[[Seq2SeqParts], Translator], *, index: int, subdir: str) -> TrainedMember:
+    """Train one encoder-decoder with seed `training.seed + index` (initial weights and batch order), its
+    resumable state in the run's work folder or `subdir` of it; the epoch kept by validation."""
+    pre = config.preprocessing
+    seed = config.training.seed + index
+    train_ds = make_pair_dataset(splits.train, source_table, target_table, pre, batch_size=run.global_batch,
+                                 shuffle=True, seed=seed)
+    validation_ds = (make_pair_dataset(splits.validation, source_table, target_table, pre,
+                                       batch_size=run.global_batch) if splits.validation else None)
+    built: dict[int, Seq2SeqParts] = {}
+
+    def build() -> keras.Model:
+        parts = build_seq2seq(model_config)
+        built[id(parts.model)] = parts
+        return parts.model
+
+    decoding = ([ValidationDecoding(lambda m: translator(built[id(m)]), splits.references("validation"),
+                                    pre.target_tokens)] if splits.validation else [])
+    work_dir = run.work_dir / subdir if subdir else run.work_dir
+    epoch_weights = EpochWeights(work_dir / "epoch_weights", write=run.chief)
+    averaging = model_config.average_epochs > 1 and bool(splits.validation)
+    training = dataclasses.replace(config.training, seed=seed)
+    model, history = run.train(build, subdir=subdir, config=training, loss="sparse_categorical_crossentropy",
+                               metrics=[], train_data=train_ds, validation_data=validation_ds,
+                               metric_callbacks=decoding, extra_callbacks=[epoch_weights] if averaging else [])
+    averaged = None
+    if averaging:
+        averaged = _average_epochs(model, kept_epoch(history, training), epoch_weights, model_config.average_epochs,
+                                   translator(built[id(model)]), splits.references("validation"), pre.target_tokens)
+    return TrainedMember(built[id(model)], history, seed, averaged)
+
+
+def _choose_members(trained: list[TrainedMember], translator: Callable[[list[Seq2SeqParts]], Translator],
+                    references: dict[str, list[str]], kind: str) -> tuple[list[TrainedMember], dict]:
+    """The ensemble of the k best members (ranked alone by validation WER, greedy) whose joint greedy
+    decoding of the validation split has the lowest WER, k = 1..N (the smaller k on a tie)."""
+    sources = list(references)
+    if not sources:
+        log.info("No validation split: the ensemble keeps all %d members", len(trained))
+        return trained, {"members": [{"seed": m.seed} for m in trained], "kept_members": len(trained)}
+
+    def validation_wer(members: list[TrainedMember]) -> float:
+        outputs, _ = translate_batches(translator([m.parts for m in members]), sources)
+        return score_outputs(outputs, sources, references, kind)["word_error_rate"]
+
+    alone = [validation_wer([m]) for m in trained]
+    ranked = [trained[i] for i in sorted(range(len(trained)), key=lambda i: alone[i])]
+    together = {1: min(alone)}
+    for k in range(2, len(ranked) + 1):
+        together[k] = validation_wer(ranked[:k])
+    kept = min(together, key=lambda k: (together[k], k))
+    log.info("Ensemble: validation WER of the members alone %s; of the k best together %s: keeping %d member(s)",
+             ", ".join(f"{100 * r:.2f}%" for r in alone),
+             ", ".join(f"k={k} {100 * r:.2f}%" for k, r in together.items()), kept)
+    report = {"members": [{"seed": m.seed, "val_word_error_rate": r, "epochs_trained": len(m.history)}
+                          for m, r in zip(trained, alone)],
+              "val_word_error_rate_by_size": {str(k): r for k, r in together.items()},
+              "kept_members": kept, "kept_seeds": [m.seed for m in ranked[:kept]]}
+    return ranked[:kept], report
 
 
 # === Translating with an export ===

@@ -77,9 +77,7 @@ def test_batched_greedy_decoding_equals_one_example_at_a_time(parts):
 
 
 def test_greedy_decoding_of_an_ensemble_follows_the_summed_log_probabilities(parts):
-    keras.utils.set_random_seed(2)
-    other = build_seq2seq(dataclasses.replace(SMALL, cell="gru"))
-    members = [parts, other]
+    members = [parts, other_model()]
 
     def decoded(models):
         return tf.function(lambda s: greedy_decode(models, s, 5))(SOURCE)[0].numpy()
@@ -105,9 +103,16 @@ def test_greedy_decoding_of_an_ensemble_follows_the_summed_log_probabilities(par
     assert any((ids != one).any() for one in single)  # the ensemble is neither member alone
 
 
-def test_beam_of_width_one_is_greedy(parts):
-    greedy = tf.function(lambda s: greedy_decode(parts, s, 5))(SOURCE)[0]
-    beam = tf.function(lambda s: beam_decode(parts, s, 5, 1))(SOURCE)[0]
+def other_model():
+    keras.utils.set_random_seed(2)
+    return build_seq2seq(dataclasses.replace(SMALL, cell="gru"))
+
+
+@pytest.mark.parametrize("ensemble", [False, True])
+def test_beam_of_width_one_is_greedy(parts, ensemble):
+    models = [parts, other_model()] if ensemble else parts
+    greedy = tf.function(lambda s: greedy_decode(models, s, 5))(SOURCE)[0]
+    beam = tf.function(lambda s: beam_decode(models, s, 5, 1))(SOURCE)[0]
     np.testing.assert_array_equal(greedy.numpy(), beam.numpy())
 
 
@@ -118,18 +123,21 @@ def sequence_log_prob(parts, source, tokens):
     return float(sum(np.log(probabilities[i, t]) for i, t in enumerate(tokens)))
 
 
+@pytest.mark.parametrize("ensemble", [False, True])
 @pytest.mark.parametrize("length_penalty", [0.0, 1.0])
-def test_wide_beam_finds_the_best_finished_output_by_exhaustive_search(parts, length_penalty):
+def test_wide_beam_finds_the_best_finished_output_by_exhaustive_search(parts, length_penalty, ensemble):
+    """An ensemble's beam scores a hypothesis by its log-probability summed over the models."""
+    members = [parts, other_model()] if ensemble else [parts]
     source = SOURCE[:1]
     emitted = [4, 5, 6, END]  # every token the decoder may emit
     best, best_score = None, -np.inf
     for n in (1, 2, 3):  # all finished outputs of up to 3 tokens: n - 1 tokens then END
         for body in itertools.product(emitted[:-1], repeat=n - 1):
             tokens = list(body) + [END]
-            score = sequence_log_prob(parts, source, tokens) / n ** length_penalty
+            score = sum(sequence_log_prob(m, source, tokens) for m in members) / n ** length_penalty
             if score > best_score:
                 best, best_score = tokens, score
-    ids, _ = tf.function(lambda s: beam_decode(parts, s, 3, 64, length_penalty))(source)
+    ids, _ = tf.function(lambda s: beam_decode(members, s, 3, 64, length_penalty))(source)
     found = ids.numpy()[0].tolist()
     assert found[:len(best)] == best and all(t == 0 for t in found[len(best):])
 
