@@ -10,56 +10,75 @@ Anchors differ by protocol: the current CMUdict with stress removed (names and a
 is of this one) is harder than the older PRONALSYL-2007 CMUdict split most papers report, so only the first group
 compares with kpipe's figures.
 
-Usage: python benchmarks/g2p_attention.py --epochs 10 [--beam 4] [--limit 0] [--set model.average_epochs=3 ...]
+Usage: python benchmarks/g2p_attention.py [--pipeline g2p-attention] [--epochs 10] [--beam 4] [--limit 0]
+                                          [--set model.average_epochs=3 ...]
+       python benchmarks/g2p_attention.py --export saved_models/g2p-attention-ensemble/1
+(--export: report on a run already made, without training again; an ensemble's beam search uses all its
+members)
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-
 from kpipe.datasets.pairs import load_pairs  # noqa: E402
-from kpipe.models.seq2seq import Seq2SeqParts  # noqa: E402
 from kpipe.pipelines import load_pipeline, run_pipeline  # noqa: E402
 from kpipe.preprocessing.token_pairs import TokenTable  # noqa: E402
 from kpipe.sequence_metrics import error_rates  # noqa: E402
-from kpipe.tasks.translate import TRANSLATOR_FILE, Translator, translate_batches  # noqa: E402
+from kpipe.tasks.translate import TRANSLATOR_FILE, Translator, load_members, translate_batches  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--pipeline", default="g2p-attention", help="a translate pipeline on CMUdict")
+    parser.add_argument("--export", type=Path, help="an export of that pipeline to report on instead of training")
+    parser.add_argument("--epochs", type=int, help="epochs per model (default: the pipeline's)")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--limit", type=int, default=0, help="distinct words to use (0 = all)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="more config overrides, e.g. model.encoder_units=256 (repeatable)")
     args = parser.parse_args()
-    config = load_pipeline("g2p-attention", [f"training.epochs={args.epochs}", f"data.limit={args.limit}", *args.set])
-    started = time.perf_counter()
-    result = run_pipeline(config)
-    total = time.perf_counter() - started
-    m = result.metrics
-    print(f"Trained {m['epochs_trained']} epoch(s) in {m['train_seconds_this_run']:.0f} s "
-          f"({total:.0f} s with data, evaluation and export) on {os.cpu_count()} CPU cores")
+    overrides = [*([f"training.epochs={args.epochs}"] if args.epochs else []), f"data.limit={args.limit}", *args.set]
+    if args.export:
+        export_dir = args.export
+        config = load_pipeline(str(export_dir / "config.toml"))
+        m = json.loads((export_dir / "metrics.json").read_text(encoding="utf-8"))
+        print(f"Export {export_dir}: {m['epochs_trained']} epoch(s) trained in "
+              f"{m['train_seconds_this_run']:.0f} s (its last run) on {os.cpu_count()} CPU cores")
+    else:
+        config = load_pipeline(args.pipeline, overrides)
+        started = time.perf_counter()
+        result = run_pipeline(config)
+        total = time.perf_counter() - started
+        m, export_dir = result.metrics, result.export_dir
+        print(f"Trained {m['epochs_trained']} epoch(s) in {m['train_seconds_this_run']:.0f} s "
+              f"({total:.0f} s with data, evaluation and export) on {os.cpu_count()} CPU cores")
     print(f"greedy: WER {100 * m['word_error_rate']:.2f}%  PER {100 * m['token_error_rate']:.2f}%  "
           f"({m['decode_seconds']:.1f} s for {m['data']['test_sources']} words)")
-    if m.get("checkpoint_averaging"):
-        a = m["checkpoint_averaging"]
+    if m.get("ensemble"):
+        e = m["ensemble"]
+        print("ensemble members alone, validation WER: " + ", ".join(
+            f"seed {r['seed']} {100 * r['val_word_error_rate']:.2f}%" for r in e["members"]))
+        print("the k best together, validation WER: " + ", ".join(
+            f"k={k} {100 * r:.2f}%" for k, r in e["val_word_error_rate_by_size"].items())
+            + f": kept {e['kept_members']}")
+    for a in ([m["checkpoint_averaging"]] if isinstance(m.get("checkpoint_averaging"), dict) else
+              [a for a in m.get("checkpoint_averaging") or [] if a]):
         print(f"checkpoint averaging of epochs {a['epochs']}: validation WER "
               f"{100 * a['val_word_error_rate_averaged']:.2f}% vs {100 * a['val_word_error_rate_best_epoch']:.2f}% "
               f"for the best epoch alone: kept {a['kept']}")
 
     # Beam search with the same trained weights.
-    spec = json.loads((result.export_dir / TRANSLATOR_FILE).read_text(encoding="utf-8"))
-    model = keras.saving.load_model(result.export_dir / "model.keras")
-    beam_config = config.model.__class__(**{**config.model.__dict__, "beam_width": args.beam})
-    translator = Translator(Seq2SeqParts.from_model(model), TokenTable(spec["source_vocabulary"], ""),
+    spec = json.loads((export_dir / TRANSLATOR_FILE).read_text(encoding="utf-8"))
+    beam_config = dataclasses.replace(config.model, beam_width=args.beam)
+    translator = Translator(load_members(export_dir), TokenTable(spec["source_vocabulary"], ""),
                             TokenTable(spec["target_vocabulary"], " "), config.preprocessing, beam_config)
     references = load_pairs(config.data).references("test")
     sources = list(references)
@@ -70,10 +89,13 @@ def main() -> None:
     print(f"beam {args.beam}: WER {100 * beam['word_error_rate']:.2f}%  PER {100 * beam['token_error_rate']:.2f}%  "
           f"({seconds:.1f} s)")
 
-    print("\nepoch  seconds  loss    val_loss  val WER")
-    for i, h in enumerate(m["history"], 1):
-        print(f"{i:5d}  {h.get('epoch_seconds', float('nan')):7.0f}  {h['loss']:.4f}  {h['val_loss']:.4f}    "
-              f"{100 * h.get('val_word_error_rate', float('nan')):.2f}%")
+    print("\nmember  epoch  seconds  loss    val_loss  val WER")
+    epochs: dict[int, int] = {}
+    for h in m["history"]:
+        member = h.get("member", 1)
+        epochs[member] = epochs.get(member, 0) + 1
+        print(f"{member:6d}  {epochs[member]:5d}  {h.get('epoch_seconds', float('nan')):7.0f}  {h['loss']:.4f}  "
+              f"{h['val_loss']:.4f}    {100 * h.get('val_word_error_rate', float('nan')):.2f}%")
     analysis = m["error_analysis"]
     print("\ntest WER by group (greedy):")
     for group, row in analysis["word_error_rate_by_group"].items():

@@ -3,7 +3,8 @@
 (`kpipe.models.seq2seq_decoding.greedy_decode` given several models.)
 The exports must share the split and vocabularies (the same pipeline data config; checked). Prints WER and
 PER on the validation and test words for each export alone and for the ensemble, so the ensemble is judged on
-validation before its test figure is read. A probe for issue 18: kpipe has no ensemble translate pipeline yet.
+validation before its test figure is read. An export of an ensemble pipeline (`model.ensemble_members`) brings
+all its members. The pipeline `g2p-attention-ensemble` trains and exports such an ensemble in one run.
 
 Usage: python benchmarks/g2p_ensemble.py EXPORT_DIR EXPORT_DIR [...] [--pipeline g2p-attention-large]
 """
@@ -18,7 +19,6 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from kpipe.datasets.pairs import load_pairs  # noqa: E402
@@ -27,7 +27,7 @@ from kpipe.models.seq2seq_decoding import greedy_decode  # noqa: E402
 from kpipe.pipelines import load_pipeline  # noqa: E402
 from kpipe.preprocessing.token_pairs import TokenTable  # noqa: E402
 from kpipe.sequence_metrics import error_rates  # noqa: E402
-from kpipe.tasks.translate import TRANSLATOR_FILE, pad_batch, source_ids  # noqa: E402
+from kpipe.tasks.translate import TRANSLATOR_FILE, load_members, pad_batch, source_ids  # noqa: E402
 
 
 def greedy_ensemble(members: list[Seq2SeqParts], source_table: TokenTable, target_table: TokenTable, pre):
@@ -53,9 +53,10 @@ def main() -> None:
             raise SystemExit(f"the exports do not share their {key.replace('_', ' ')}: train them on the same data")
     source_table = TokenTable(specs[0]["source_vocabulary"], "")
     target_table = TokenTable(specs[0]["target_vocabulary"], " ")
-    members = [Seq2SeqParts.from_model(keras.saving.load_model(e / "model.keras")) for e in args.exports]
+    members = [member for e in args.exports for member in load_members(e)]
     pairs = load_pairs(config.data)
-    candidates = {str(e): [m] for e, m in zip(args.exports, members)} | {"ensemble": members}
+    candidates = ({str(e): [m] for e, m in zip(args.exports, members)} if len(members) == len(args.exports) else {}
+                  ) | {"ensemble": members}
     for name, group in candidates.items():
         translate = greedy_ensemble(group, source_table, target_table, config.preprocessing)
         for split in ("validation", "test"):

@@ -232,7 +232,7 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
         export.write_saved_model(path, tracked=[model, translator], endpoints={"translate": translator.translate})
         export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
         for number, member in enumerate(members[1:], start=2):  # model.keras is the first (best) member
-            member.parts.model.save(path / f"member{number}.keras")
+            member.parts.model.save(path / member_file(number))
         reporting.plot_attention([(_tokens(sources[i].lower() if pre.lowercase else sources[i], pre.source_tokens),
                                    _tokens(outputs[i], pre.target_tokens), attention[i]) for i in shown],
                                  path / "attention.png")
@@ -315,6 +315,19 @@ def _choose_members(trained: list[TrainedMember], translator: Callable[[list[Seq
 
 
 # === Translating with an export ===
+
+def member_file(number: int) -> str:
+    """The file of an exported ensemble's member `number` (1-based) beside the SavedModel."""
+    return "model.keras" if number == 1 else f"member{number}.keras"
+
+
+def load_members(export_dir: str | Path) -> list[Seq2SeqParts]:
+    """The Keras models of an export (one, or an ensemble's members in their decoding order), as parts."""
+    paths = [Path(export_dir) / member_file(1)]
+    while (Path(export_dir) / member_file(len(paths) + 1)).is_file():
+        paths.append(Path(export_dir) / member_file(len(paths) + 1))
+    return [Seq2SeqParts.from_model(keras.saving.load_model(path)) for path in paths]
+
 
 def translate_texts(model: str | Path, texts: list[str], *, export_dir: str | Path = "saved_models",
                     on_batch: Callable[[int], object] | None = None) -> list[str]:
