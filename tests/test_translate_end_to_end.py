@@ -197,3 +197,46 @@ def test_ensemble_keeps_the_members_that_decode_the_validation_split_best(ensemb
     translator = Translator(members, TokenTable(spec["source_vocabulary"], ""),
                             TokenTable(spec["target_vocabulary"], " "), config.preprocessing, config.model)
     assert translate_batches(translator, sources)[0] == exported_outputs
+
+
+def test_an_ensemble_run_killed_in_its_second_member_resumes_to_the_same_ensemble(tmp_path, monkeypatch):
+    """Members train one after the other, each resumable: a kill during member 2 loses neither member 1
+    nor member 2's finished epochs, and the rerun ends with the same histories, choice and test WER."""
+    from kpipe.pipelines import load_pipeline, run_pipeline
+    from kpipe.tasks.translate import ValidationDecoding
+
+    rng = np.random.default_rng(2)
+    words = ["".join(rng.choice(list("abcdef"), rng.integers(2, 6))) for _ in range(800)]
+    pd.DataFrame({"source": words, "target": [" ".join(c.upper() for c in reversed(w)) for w in words]}).to_csv(
+        tmp_path / "pairs.csv", index=False)
+    overrides = [f"data.path={tmp_path / 'pairs.csv'}", "data.source=file", "training.epochs=2",
+                 "training.learning_rate=0.01", "model.ensemble_members=2",
+                 *[s for s in SMALL if s != "--set"]]
+
+    def run(folder):
+        return run_pipeline(load_pipeline("g2p-attention", [*overrides, f'export.dir="{tmp_path / folder}"']))
+
+    reference = run("reference")
+    decoded = ValidationDecoding.on_epoch_end
+    calls = []
+
+    def killed_in_member_2(self, epoch, logs=None):
+        calls.append(epoch)
+        decoded(self, epoch, logs)
+        if len(calls) == 4:  # member 2's second epoch: after its decoding, before its checkpoint
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(ValidationDecoding, "on_epoch_end", killed_in_member_2)
+    with pytest.raises(KeyboardInterrupt):
+        run("resumed")
+    monkeypatch.setattr(ValidationDecoding, "on_epoch_end", decoded)
+    resumed = run("resumed")
+
+    def without_timing(history):
+        return [{k: v for k, v in h.items() if k != "epoch_seconds"} for h in history]
+
+    assert [h["member"] for h in resumed.metrics["history"]] == [1, 1, 2, 2]
+    assert without_timing(resumed.metrics["history"]) == without_timing(reference.metrics["history"])
+    assert resumed.metrics["ensemble"] == reference.metrics["ensemble"]
+    assert resumed.metrics["word_error_rate"] == reference.metrics["word_error_rate"]
+    assert resumed.metrics["train_seconds_this_run"] < reference.metrics["train_seconds_this_run"]

@@ -42,6 +42,19 @@ log = logging.getLogger(__name__)
 TRANSLATOR_FILE = "translator.json"
 
 
+class _OwnTracesFilter(logging.Filter):
+    """Drops TensorFlow's retracing warning about Translators: each one (per ensemble member, per validation
+    check, the exported one) traces its graph once, on purpose; TensorFlow counts all of them as retraces of
+    one method and warns after five."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("Translator._translate" in message and "retracing" in message)
+
+
+tf.get_logger().addFilter(_OwnTracesFilter())
+
+
 class Translator(tf.Module):
     """Raw strings → decoded strings and attention weights, preprocessing and decoding in one graph.
 
