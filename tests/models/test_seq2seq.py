@@ -155,3 +155,5 @@ def test_config_rejects_bad_values():
         Seq2SeqConfig(cell="rnn")
     with pytest.raises(ValueError, match="beam_width"):
         Seq2SeqConfig(beam_width=0)
+    with pytest.raises(ValueError, match="ensemble_members"):
+        Seq2SeqConfig(ensemble_members=0)
