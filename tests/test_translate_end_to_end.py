@@ -19,14 +19,18 @@ SMALL = ["--set", "model.encoder_units=32", "--set", "model.decoder_units=64", "
          "--set", "model.embedding_dim=16", "--set", "training.batch_size=64"]
 
 
+def write_reversal_pairs(path, count: int, seed: int) -> None:
+    """Spelling reversed, letter by letter ("abc" → "C B A"): attention must learn to look backwards."""
+    rng = np.random.default_rng(seed)
+    words = ["".join(rng.choice(list("abcdefgh"), rng.integers(2, 7))) for _ in range(count)]
+    pd.DataFrame({"source": words, "target": [" ".join(c.upper() for c in reversed(w)) for w in words]}).to_csv(
+        path, index=False)
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """Spelling reversed, letter by letter ("abc" → "C B A"): attention must learn to look backwards."""
     folder = tmp_path_factory.mktemp("translate")
-    rng = np.random.default_rng(0)
-    words = ["".join(rng.choice(list("abcdefgh"), rng.integers(2, 7))) for _ in range(3000)]
-    pd.DataFrame({"source": words, "target": [" ".join(c.upper() for c in reversed(w)) for w in words]}).to_csv(
-        folder / "pairs.csv", index=False)
+    write_reversal_pairs(folder / "pairs.csv", 3000, seed=0)
     run = subprocess.run([sys.executable, "-m", "kpipe", "run", "g2p-attention", "--data", "pairs.csv",
                           "--set", "training.epochs=6", "--set", "training.learning_rate=0.01",
                           "--set", "model.average_epochs=3", *SMALL],

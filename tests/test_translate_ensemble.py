@@ -5,12 +5,10 @@ import json
 import subprocess
 import sys
 
-import numpy as np
-import pandas as pd
 import pytest
 import tensorflow as tf
 
-from tests.test_translate_end_to_end import SMALL
+from tests.test_translate_end_to_end import SMALL, write_reversal_pairs
 
 pytestmark = pytest.mark.slow
 
@@ -22,10 +20,7 @@ def ensemble_exported(tmp_path_factory):
     """Three members trained for three epochs on the reversal task: imperfect, so they disagree, and two of
     them together decode the validation words better than the best alone (31.8 vs 34.8 % WER, measured)."""
     folder = tmp_path_factory.mktemp("translate_ensemble")
-    rng = np.random.default_rng(1)
-    words = ["".join(rng.choice(list("abcdefgh"), rng.integers(2, 7))) for _ in range(2000)]
-    pd.DataFrame({"source": words, "target": [" ".join(c.upper() for c in reversed(w)) for w in words]}).to_csv(
-        folder / "pairs.csv", index=False)
+    write_reversal_pairs(folder / "pairs.csv", 2000, seed=1)
     run = subprocess.run([sys.executable, "-m", "kpipe", "run", "g2p-attention", "--data", "pairs.csv",
                           *[a for o in ENSEMBLE for a in ("--set", o)], *SMALL],
                          cwd=folder, capture_output=True, text=True, timeout=900)
