@@ -40,23 +40,34 @@ def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, label_names: 
 
 
 def plot_training_curves(history: list[dict[str, float]], path: Path, title: str = "") -> Path:
-    """Save a PNG with one panel per metric (loss, accuracy, ...), train and validation per epoch."""
+    """Save a PNG with one panel per metric (loss, accuracy, ...), train and validation per epoch; a metric
+    measured on validation only (e.g. `val_word_error_rate`) gets a panel of its own. An ensemble's history
+    (rows with a "member" number) is drawn as one pair of lines per member."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    skip = {"learning_rate", "epoch_seconds", "member"}  # "member": an ensemble's members one after another
-    names = sorted((k for k in (history[0] if history else {}) if not k.startswith("val_") and k not in skip),
-                   key=lambda k: (k != "loss", k))
+    skip = {"learning_rate", "epoch_seconds", "member"}
+    keys = list(dict.fromkeys(k for h in history for k in h))
+    names = [k for k in keys if not k.startswith("val_") and k not in skip]
+    names += [k[4:] for k in keys if k.startswith("val_") and k[4:] not in names and k[4:] not in skip]
+    names.sort(key=lambda k: (k != "loss", k))
+    groups: dict = {}
+    for h in history:
+        groups.setdefault(h.get("member"), []).append(h)
     fig, axes = plt.subplots(1, max(1, len(names)), figsize=(5 * max(1, len(names)), 3.6), squeeze=False)
-    epochs = np.arange(1, len(history) + 1)
+    longest = max((len(rows) for rows in groups.values()), default=0)
     for ax, name in zip(axes[0], names):
-        ax.plot(epochs, [h[name] for h in history], "o-", label="train")
-        if f"val_{name}" in history[0]:
-            ax.plot(epochs, [h[f"val_{name}"] for h in history], "o-", label="validation")
+        for member, rows in groups.items():
+            suffix = "" if member is None else f", member {member}"
+            epochs = np.arange(1, len(rows) + 1)
+            for key, label in ((name, "train"), (f"val_{name}", "validation")):
+                if key in rows[0]:
+                    ax.plot(epochs, [h.get(key, np.nan) for h in rows], "o-", label=label + suffix)
         ax.set_xlabel("epoch")
-        ax.set_xticks(epochs)
+        if longest <= 20:
+            ax.set_xticks(np.arange(1, longest + 1))
         ax.set_title(name)
         ax.grid(alpha=0.3)
         ax.legend()

@@ -27,3 +27,23 @@ def test_training_curves_png_is_written(tmp_path):
                {"loss": 0.7, "accuracy": 0.7, "val_loss": 0.9, "val_accuracy": 0.6, "epoch_seconds": 2.0}]
     path = plot_training_curves(history, tmp_path / "curves.png", title="t")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_training_curves_draw_each_ensemble_member_and_validation_only_metrics(tmp_path, monkeypatch):
+    """An ensemble's members (rows with "member") are separate lines over their own epochs, and a metric
+    measured on validation only (val_word_error_rate) gets its own panel."""
+    import kpipe.reporting as reporting
+
+    figures = []
+    monkeypatch.setattr(reporting, "_save", lambda fig, path, title="": figures.append(fig) or path)
+    history = [{"loss": 1.0 - e / 10 - m / 100, "val_loss": 1.1 - e / 10, "val_word_error_rate": 0.5 - e / 10,
+                "member": m, "epoch_seconds": 1.0} for m in (1, 2) for e in range(3)]
+    plot_training_curves(history, tmp_path / "curves.png")
+    panels = {ax.get_title(): ax for ax in figures[0].axes}
+    assert sorted(panels) == ["loss", "word_error_rate"]
+    lines = {line.get_label(): line for line in panels["loss"].get_lines()}
+    assert sorted(lines) == ["train, member 1", "train, member 2", "validation, member 1", "validation, member 2"]
+    assert list(lines["train, member 2"].get_xdata()) == [1, 2, 3]
+    assert list(lines["train, member 2"].get_ydata()) == [h["loss"] for h in history[3:]]
+    assert [line.get_label() for line in panels["word_error_rate"].get_lines()] == [
+        "validation, member 1", "validation, member 2"]
