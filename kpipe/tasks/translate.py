@@ -207,7 +207,7 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     members, ensemble = (_choose_members(trained, make_translator, splits.references("validation"), pre.target_tokens)
                          if count > 1 else (trained, None))
     model = members[0].parts.model
-    history = [{**h, "member": trained.index(m) + 1} if count > 1 else h for m in trained for h in m.history]
+    history = [{**h, "member": number} if count > 1 else h for number, m in enumerate(trained, 1) for h in m.history]
     averaged = (trained[0].checkpoint_averaging if count == 1
                 else [m.checkpoint_averaging for m in trained] if model_config.average_epochs > 1 else None)
     translator = make_translator([m.parts for m in members], model_config)
