@@ -1,6 +1,6 @@
 """Greedy g2p decoding with several trained exports at once: their next-token log-probabilities summed at each step.
 
-(`kpipe.models.seq2seq_decoding.greedy_decode` given several models.)
+(kpipe's `Translator` given several models.)
 The exports must share the split and vocabularies (the same pipeline data config; checked). Prints WER and
 PER on the validation and test words for each export alone and for the ensemble, so the ensemble is judged on
 validation before its test figure is read. An export of an ensemble pipeline (`model.ensemble_members`) brings
@@ -12,6 +12,7 @@ Usage: python benchmarks/g2p_ensemble.py EXPORT_DIR EXPORT_DIR [...] [--pipeline
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -19,26 +20,10 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
-
 from kpipe.datasets.pairs import load_pairs  # noqa: E402
-from kpipe.models.seq2seq import Seq2SeqParts  # noqa: E402
-from kpipe.models.seq2seq_decoding import greedy_decode  # noqa: E402
 from kpipe.pipelines import load_pipeline  # noqa: E402
 from kpipe.preprocessing.token_pairs import TokenTable  # noqa: E402
-from kpipe.sequence_metrics import error_rates  # noqa: E402
-from kpipe.tasks.translate import TRANSLATOR_FILE, load_members, pad_batch, source_ids  # noqa: E402
-
-
-def greedy_ensemble(members: list[Seq2SeqParts], source_table: TokenTable, target_table: TokenTable, pre):
-    """A tf.function: strings -> decoded strings, by kpipe's greedy decoder over all `members`."""
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def translate(text):
-        ids, _ = greedy_decode(members, pad_batch(source_ids(text, source_table, pre)), pre.max_target_length)
-        return target_table.join(ids)
-
-    return translate
+from kpipe.tasks.translate import TRANSLATOR_FILE, Translator, decode_and_score, load_members  # noqa: E402
 
 
 def main() -> None:
@@ -57,16 +42,12 @@ def main() -> None:
     pairs = load_pairs(config.data)
     candidates = ({str(e): [m] for e, m in zip(args.exports, members)} if len(members) == len(args.exports) else {}
                   ) | {"ensemble": members}
+    greedy = dataclasses.replace(config.model, beam_width=1)
     for name, group in candidates.items():
-        translate = greedy_ensemble(group, source_table, target_table, config.preprocessing)
+        translator = Translator(group, source_table, target_table, config.preprocessing, greedy)
         for split in ("validation", "test"):
-            references = pairs.references(split)
-            sources = list(references)
             started = time.perf_counter()
-            outputs = []
-            for start in range(0, len(sources), 256):
-                outputs += [o.decode("utf-8") for o in translate(tf.constant(sources[start:start + 256])).numpy()]
-            rates = error_rates([o.split() for o in outputs], [[r.split() for r in references[s]] for s in sources])
+            rates = decode_and_score(translator, pairs.references(split), config.preprocessing.target_tokens)
             print(f"{name} {split}: WER {100 * rates['word_error_rate']:.2f}%  "
                   f"PER {100 * rates['token_error_rate']:.2f}%  ({time.perf_counter() - started:.0f} s)", flush=True)
 

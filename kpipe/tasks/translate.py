@@ -105,6 +105,13 @@ def score_outputs(outputs: list[str], sources: list[str], references: dict[str, 
     return error_rates(*tokenized(outputs, sources, references, kind))
 
 
+def decode_and_score(translator: Translator, references: dict[str, list[str]], kind: str) -> dict:
+    """Decode every source of `references` with `translator` and score the outputs (word and token error rates)."""
+    sources = list(references)
+    outputs, _ = translate_batches(translator, sources)
+    return score_outputs(outputs, sources, references, kind)
+
+
 class ValidationDecoding(keras.callbacks.Callback):
     """After every epoch, decodes the validation sources (greedy) and adds `val_word_error_rate` and
     `val_token_error_rate` to the epoch's logs: in the history and report beside the loss, and what
@@ -121,14 +128,12 @@ class ValidationDecoding(keras.callbacks.Callback):
                  kind: str):
         super().__init__()
         self.make_translator, self.references, self.kind = make_translator, references, kind
-        self.sources = list(references)
         self.translator = None
 
     def on_epoch_end(self, epoch, logs=None):
         if self.translator is None:
             self.translator = self.make_translator(self.model)
-        outputs, _ = translate_batches(self.translator, self.sources)
-        scores = score_outputs(outputs, self.sources, self.references, self.kind)
+        scores = decode_and_score(self.translator, self.references, self.kind)
         logs["val_word_error_rate"] = scores["word_error_rate"]
         logs["val_token_error_rate"] = scores["token_error_rate"]
 
@@ -141,11 +146,8 @@ def _average_epochs(model: keras.Model, best: int, epoch_weights: EpochWeights, 
     if len(epochs) < 2:
         log.info("Checkpoint averaging skipped: fewer than two saved epochs up to the kept epoch %d", best)
         return None
-    sources = list(references)
-
     def validation_wer() -> float:
-        outputs, _ = translate_batches(translator, sources)
-        return score_outputs(outputs, sources, references, kind)["word_error_rate"]
+        return decode_and_score(translator, references, kind)["word_error_rate"]
 
     kept = model.get_weights()
     mean = averaged_weights(model, [epoch_weights.path(e) for e in epochs])
@@ -302,14 +304,12 @@ def _choose_members(trained: list[TrainedMember], translator: Callable[[list[Seq
                     references: dict[str, list[str]], kind: str) -> tuple[list[TrainedMember], dict]:
     """The ensemble of the k best members (ranked alone by validation WER, greedy) whose joint greedy
     decoding of the validation split has the lowest WER, k = 1..N (the smaller k on a tie)."""
-    sources = list(references)
-    if not sources:
+    if not references:
         log.info("No validation split: the ensemble keeps all %d members", len(trained))
         return trained, {"members": [{"seed": m.seed} for m in trained], "kept_members": len(trained)}
 
     def validation_wer(members: list[TrainedMember]) -> float:
-        outputs, _ = translate_batches(translator([m.parts for m in members]), sources)
-        return score_outputs(outputs, sources, references, kind)["word_error_rate"]
+        return decode_and_score(translator([m.parts for m in members]), references, kind)["word_error_rate"]
 
     alone = [validation_wer([m]) for m in trained]
     ranked = [trained[i] for i in sorted(range(len(trained)), key=lambda i: alone[i])]
