@@ -79,6 +79,8 @@ CASES = {
         ["run", "weather-ar", "--data", "unsorted.csv", "--set", 'data.time_column="time"', "--set",
          'data.target_column="y"', "--set", "data.covariates=[]"],
         "timestamps out of order at row 2"),
+    "translate ensemble of no models": (["run", "g2p-attention", "--set", "model.ensemble_members=0"],
+                                        "`ensemble_members` must be ≥ 1. Received: ensemble_members=0"),
     "forecast window too short for the linear path": (
         ["run", "electricity-seasonal-ar", "--set", "model.linear_steps=400"],
         "model.linear_steps=400 is longer than preprocessing.window=384"),
