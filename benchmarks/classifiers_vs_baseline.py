@@ -20,7 +20,9 @@ import os
 import tempfile
 import time
 
-from kpipe.pipelines import load_pipeline, run_pipeline
+from kpipe.config.pipelines import load_pipeline
+
+from kpipe.tasks import run_pipeline
 
 TWEETS = ["sentiment-bigrams", "sentiment-bilstm", "sentiment-glove", "sentiment-ensemble", "sentiment-transformer"]
 IMDB = ["imdb-bigrams", "imdb-bilstm", "imdb-glove", "imdb-ensemble", "imdb-transformer"]

@@ -6,7 +6,7 @@ times each, alternating which goes first:
                 `np.fromstring(coefs, "f", sep=" ")`, stored in a dict;
   kpipe parse   `load_word_vectors(path)` with an empty cache: the text is parsed (pyarrow);
   kpipe cached  `load_word_vectors(path)` again: the binary copy kept by the first load is mapped
-                (`kpipe.vector_cache`), what every later run that uses the file gets;
+                (`kpipe.vectors.cache`), what every later run that uses the file gets;
   packaged      `load_word_vectors("glove:6B.50d")` (NumPy + Parquet files, no text parsing).
 Printed: median and range of each, and the reference's median over each of kpipe's.
 Target: kpipe ≥ 5× the reference; packaged < 1 s.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kpipe.embeddings import WordVectors, load_word_vectors, write_glove_text
+from kpipe.vectors.word_vectors import WordVectors, load_word_vectors, write_glove_text
 
 
 def keras_io_loop(path: Path) -> dict[str, np.ndarray]:

@@ -21,7 +21,9 @@ import os
 import tempfile
 import time
 
-from kpipe.pipelines import load_pipeline, run_pipeline
+from kpipe.config.pipelines import load_pipeline
+
+from kpipe.tasks import run_pipeline
 
 MODES = {
     "random": [],

@@ -34,7 +34,9 @@ def main() -> None:
     parser.add_argument("--loop-names", type=int, default=30, help="names sampled by the tutorial loop")
     args = parser.parse_args()
 
-    from kpipe.pipelines import load_pipeline, run_pipeline
+    from kpipe.config.pipelines import load_pipeline
+
+    from kpipe.tasks import run_pipeline
 
     exports = list(args.model)
     for name in args.pipeline or ([] if exports else ["names-char"]):

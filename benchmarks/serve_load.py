@@ -46,7 +46,7 @@ def reviews(csv: str, count: int = 2000) -> list[str]:
 def in_process_latency(model_dir: Path, texts: list[str], calls: int = 300) -> list[float]:
     import tensorflow as tf
 
-    from kpipe.export import load_saved_model
+    from kpipe.exports.saved_model import load_saved_model
 
     loaded = load_saved_model(model_dir)
     serve = loaded.signatures["serving_default"]
@@ -135,7 +135,7 @@ def main() -> None:
     modes = {"micro-batched": [], "one call per request": ["--no-batching"],
              **{f"batched, {ms:g} ms wait": ["--batch-timeout-ms", str(ms)] for ms in args.timeouts}}
 
-    from kpipe.export import resolve_model_dir
+    from kpipe.exports.versions import resolve_model_dir
 
     model_dir = resolve_model_dir(args.model, args.export_dir)
     texts = reviews(args.csv)

@@ -19,8 +19,9 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from kpipe.cli import _data_overrides  # noqa: E402
-from kpipe.pipelines import load_pipeline, run_pipeline  # noqa: E402
+from kpipe.cli.commands import _data_overrides  # noqa: E402
+from kpipe.config.pipelines import load_pipeline  # noqa: E402
+from kpipe.tasks import run_pipeline  # noqa: E402
 
 
 def main() -> None:

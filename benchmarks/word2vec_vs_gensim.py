@@ -55,8 +55,9 @@ def main() -> None:
     from gensim.models import Word2Vec
 
     from kpipe.datasets.corpus import load_corpus
-    from kpipe.embeddings import load_word_vectors
-    from kpipe.pipelines import load_pipeline, run_pipeline
+    from kpipe.vectors.word_vectors import load_word_vectors
+    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks import run_pipeline
     from kpipe.preprocessing.skipgrams import tokenize
 
     overrides = [f"training.epochs={args.epochs}", f"model.embedding_dim={args.dim}"] + args.set

@@ -1,5 +1,5 @@
 import sys
 
-from kpipe.cli import main
+from kpipe.cli.commands import main
 
 sys.exit(main())

@@ -4,7 +4,7 @@ import os
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# Parsed word-vector files are cached per user (kpipe.vector_cache): the tests' copies go to a
+# Parsed word-vector files are cached per user (kpipe.vectors.cache): the tests' copies go to a
 # folder of their own (subprocesses inherit it), not into the developer's ~/.cache.
 os.environ.setdefault("KPIPE_CACHE_DIR", tempfile.mkdtemp(prefix="kpipe-test-cache-"))
 

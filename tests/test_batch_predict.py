@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kpipe import batch_predict
-from kpipe.cli import main
+from kpipe.cli import batch_predict
+from kpipe.cli.commands import main
 from kpipe.tasks.classify import predict_texts
 
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 
-from kpipe.checkpoint_averaging import EpochWeights, averaged_weights
+from kpipe.training.checkpoint_averaging import EpochWeights, averaged_weights
 
 
 def test_every_epoch_is_saved_and_the_average_is_the_numpy_mean(tmp_path):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kpipe.cli import main
+from kpipe.cli.commands import main
 
 
 def run_cli(capsys, *argv):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from kpipe.compare import differing_keys, flatten, read_runs
+from kpipe.cli.compare import differing_keys, flatten, read_runs
 
 pytestmark = pytest.mark.slow
 

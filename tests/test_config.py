@@ -2,9 +2,9 @@ import dataclasses
 
 import pytest
 
-from kpipe.config import apply_overrides, dumps_toml, from_dict, parse_override, to_dict
+from kpipe.config.strict import apply_overrides, dumps_toml, from_dict, parse_override, to_dict
 from kpipe.errors import ConfigError
-from kpipe.training import TrainingConfig
+from kpipe.training.loop import TrainingConfig
 from kpipe.models.rnn_classifier import RNNClassifierConfig
 
 
@@ -92,8 +92,8 @@ def test_toml_round_trip_of_a_dataclass():
 def test_a_config_with_nested_sections_round_trips_through_toml():
     import tomllib
 
-    from kpipe.pipeline_config import parse_pipeline_config
-    from kpipe.pipelines import load_pipeline
+    from kpipe.config.pipeline import parse_pipeline_config
+    from kpipe.config.pipelines import load_pipeline
 
     config = load_pipeline("imdb-ensemble", ["model.ngrams.max_features=1234", "model.sequence.units=[8, 4]"])
     text = config.to_toml()

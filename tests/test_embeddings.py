@@ -4,8 +4,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from kpipe.cli import main
-from kpipe.embeddings import (WordVectors, align_to_vocabulary, classifier_word_vectors, load_word_vectors,
+from kpipe.cli.commands import main
+from kpipe.vectors.word_vectors import (WordVectors, align_to_vocabulary, classifier_word_vectors, load_word_vectors,
                               parse_word_vectors, write_glove_text)
 from kpipe.errors import DataError, KpipeError
 
@@ -144,7 +144,7 @@ def test_cli_word_tools(capsys, tmp_path):
 
 
 def test_a_parsed_file_is_mapped_from_the_cache_next_time_until_it_changes(tmp_path, monkeypatch):
-    import kpipe.embeddings as embeddings
+    import kpipe.vectors.word_vectors as embeddings
 
     monkeypatch.setenv("KPIPE_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "vectors.txt"

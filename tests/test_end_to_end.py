@@ -76,7 +76,7 @@ def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path):
 def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path):
     import keras
 
-    from kpipe.embeddings import load_word_vectors
+    from kpipe.vectors.word_vectors import load_word_vectors
     from tests.conftest import NEGATIVE, POSITIVE, synthetic_reviews
 
     synthetic_reviews(400).to_csv(tmp_path / "reviews.csv", index=False)
@@ -102,7 +102,7 @@ def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path):
 def test_imdb_glove_two_phase_schedule_runs_end_to_end(tmp_path):
     import keras
 
-    from kpipe.embeddings import load_word_vectors
+    from kpipe.vectors.word_vectors import load_word_vectors
     from tests.conftest import NEGATIVE, POSITIVE, synthetic_reviews
 
     synthetic_reviews(400).to_csv(tmp_path / "reviews.csv", index=False)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kpipe.training import FineTuneSchedule, TrainingConfig, make_strategy, train_model
+from kpipe.training.loop import FineTuneSchedule, TrainingConfig, make_strategy, train_model
 from tests.test_training import Crash  # stands in for a kill after an epoch's checkpoint
 
 

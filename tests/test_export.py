@@ -1,7 +1,7 @@
 import pytest
 
 from kpipe.errors import ModelNotFoundError
-from kpipe.export import resolve_model_dir, versions, write_version
+from kpipe.exports.versions import resolve_model_dir, versions, write_version
 
 
 def test_each_write_gets_the_next_version_and_never_overwrites(tmp_path):

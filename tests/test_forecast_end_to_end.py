@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import tensorflow as tf
 
-from kpipe.cli import main
+from kpipe.cli.commands import main
 from tests.serving import served
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from kpipe import maps
+from kpipe.vectors import maps
 from kpipe.errors import KpipeError
 
 

@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from kpipe.cli import main
+from kpipe.cli.commands import main
 from kpipe.datasets import embedded
 
 COMMANDS = {

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from kpipe.pipelines import load_pipeline, run_pipeline
+from kpipe.config.pipelines import load_pipeline
+
+from kpipe.tasks import run_pipeline
 
 pytestmark = pytest.mark.slow
 

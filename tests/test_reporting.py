@@ -1,6 +1,7 @@
 import numpy as np
 
-from kpipe.reporting import classification_metrics, plot_training_curves
+from kpipe.evaluation.classification import classification_metrics
+from kpipe.evaluation.reporting import plot_training_curves
 
 
 def test_metrics_match_hand_computed_values():
@@ -32,7 +33,7 @@ def test_training_curves_png_is_written(tmp_path):
 def test_training_curves_draw_each_ensemble_member_and_validation_only_metrics(tmp_path, monkeypatch):
     """An ensemble's members (rows with "member") are separate lines over their own epochs, and a metric
     measured on validation only (val_word_error_rate) gets its own panel."""
-    import kpipe.reporting as reporting
+    import kpipe.evaluation.reporting as reporting
 
     figures = []
     monkeypatch.setattr(reporting, "_save", lambda fig, path, title="": figures.append(fig) or path)

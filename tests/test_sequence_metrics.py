@@ -2,7 +2,7 @@
 
 import pytest
 
-from kpipe.sequence_metrics import corpus_bleu, edit_distance, error_rates
+from kpipe.evaluation.sequence_metrics import corpus_bleu, edit_distance, error_rates
 
 
 def test_edit_distance_known_values():
@@ -29,7 +29,7 @@ def test_bleu_is_one_for_exact_outputs_and_lower_otherwise():
 
 
 def test_alignment_pairs_matches_substitutions_deletions_and_insertions():
-    from kpipe.sequence_metrics import alignment
+    from kpipe.evaluation.sequence_metrics import alignment
 
     assert alignment("K AE T".split(), "K AE T".split()) == [("K", "K"), ("AE", "AE"), ("T", "T")]
     assert alignment("K EH T".split(), "K AE T".split()) == [("K", "K"), ("AE", "EH"), ("T", "T")]
@@ -39,7 +39,7 @@ def test_alignment_pairs_matches_substitutions_deletions_and_insertions():
 
 
 def test_error_analysis_by_hand():
-    from kpipe.sequence_metrics import error_analysis
+    from kpipe.evaluation.sequence_metrics import error_analysis
 
     sources = ["cat", "o'neil", "b52", "elephants"]
     hypotheses = [["K", "AE", "T"], ["OW", "N", "IY", "L"], ["B", "IY", "F"], ["EH", "L", "AH", "F", "AH", "N", "T"]]

@@ -18,15 +18,15 @@ def modules_after(code):
 
 def test_a_bad_override_is_reported_before_tensorflow_loads():
     loaded = modules_after(
-        "from kpipe.cli import main\n"
+        "from kpipe.cli.commands import main\n"
         "try:\n    main(['run', 'sentiment-bilstm', '--set', 'training.epoch=1'])\n"
         "except SystemExit:\n    pass\n")
     assert "tensorflow" not in loaded and "keras" not in loaded
-    assert "kpipe.task_specs" in loaded  # the config was parsed
+    assert "kpipe.config.tasks" in loaded  # the config was parsed
 
 
 def test_every_pipeline_config_parses_without_tensorflow():
-    loaded = modules_after("from kpipe.pipelines import list_pipelines\nassert len(list_pipelines()) >= 11")
+    loaded = modules_after("from kpipe.config.pipelines import list_pipelines\nassert len(list_pipelines()) >= 11")
     assert "tensorflow" not in loaded and "keras" not in loaded
 
 

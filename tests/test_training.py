@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kpipe.resume import checkpoints
-from kpipe.training import FineTuneSchedule, TrainingConfig, make_strategy, train_model
+from kpipe.training.resume import checkpoints
+from kpipe.training.loop import FineTuneSchedule, TrainingConfig, make_strategy, train_model
 
 
 def tiny_data():
@@ -160,7 +160,7 @@ def test_mirrored_strategy_runs_two_replicas_on_two_logical_cpus(tmp_path):
         import tensorflow as tf
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-        from kpipe.cli import main
+        from kpipe.cli.commands import main
         raise SystemExit(main(["run", "sentiment-bilstm", "--strategy", "mirrored", "--set", "data.limit=600",
                                "--set", "training.epochs=1", "--set", "model.units=[8]"]))
     """)
@@ -209,7 +209,7 @@ def test_early_stopping_keeps_the_epoch_best_by_its_monitor(tmp_path, monitor, k
 
 def test_a_monitor_the_task_does_not_log_is_a_config_error():
     from kpipe.errors import ConfigError
-    from kpipe.pipelines import load_pipeline
+    from kpipe.config.pipelines import load_pipeline
 
     with pytest.raises(ConfigError, match="early_stopping_monitor='val_word_error_rate' is logged by translate "
                                           "pipelines only, not classify; use 'val_loss'"):
@@ -244,7 +244,7 @@ def test_cosine_schedule_trains_each_epoch_at_its_rate_and_resumes_at_the_same_r
 def test_a_first_batch_that_does_not_divide_among_replicas_is_split_keeping_every_row_in_order():
     """Keras builds its metrics from the first validation batch averaged across replicas, which fails on
     unequal shares (the mirrored test above hit it with 13 rows on 2 replicas): kpipe splits that batch."""
-    from kpipe.training import even_first_batch
+    from kpipe.training.loop import even_first_batch
 
     ids = np.arange(26 * 3).reshape(26, 3)
     sizes = [13, 8, 5]
@@ -263,7 +263,7 @@ def test_a_first_batch_that_does_not_divide_among_replicas_is_split_keeping_ever
 
 def test_refit_with_validation_is_a_config_error_outside_forecasting():
     from kpipe.errors import ConfigError
-    from kpipe.pipelines import load_pipeline
+    from kpipe.config.pipelines import load_pipeline
 
     with pytest.raises(ConfigError, match="training.refit_with_validation is for forecast pipelines, not classify"):
         load_pipeline("sentiment-bilstm", ["training.refit_with_validation=true"])
@@ -273,7 +273,7 @@ def test_refit_with_validation_is_a_config_error_outside_forecasting():
 @pytest.mark.parametrize("monitor, patience, expected", [("val_loss", 2, 2), ("val_accuracy", 2, 3),
                                                          ("val_loss", 0, 4), ("val_word_error_rate", 2, 4)])
 def test_kept_epoch_is_the_one_train_model_keeps(monitor, patience, expected):
-    from kpipe.training import kept_epoch
+    from kpipe.training.loop import kept_epoch
 
     history = [{"val_loss": 0.5, "val_accuracy": 0.6}, {"val_loss": 0.3, "val_accuracy": 0.7},
                {"val_loss": 0.3, "val_accuracy": 0.8}, {"val_loss": 0.4, "val_accuracy": 0.8}]

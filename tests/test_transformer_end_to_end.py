@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kpipe.cli import main
+from kpipe.cli.commands import main
 from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary
 from tests.serving import served
 
@@ -113,7 +113,7 @@ def test_neighbors_reads_the_transformers_token_embedding(exported, capsys, monk
     monkeypatch.chdir(folder)
     import keras
 
-    from kpipe.embeddings import classifier_word_vectors
+    from kpipe.vectors.word_vectors import classifier_word_vectors
 
     vectors = classifier_word_vectors("sentiment-transformer")
     vocabulary = (export / "vocabulary.txt").read_text(encoding="utf-8").splitlines()

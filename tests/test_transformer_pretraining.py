@@ -6,11 +6,12 @@ import time
 import numpy as np
 import pytest
 
-from kpipe.cli import main
+from kpipe.cli.commands import main
 from kpipe.datasets.text_classification import TextExamples, TextSplits
 from kpipe.errors import DataError
 from kpipe.models.transformer_classifier import TransformerClassifierConfig
-from kpipe.pipelines import load_pipeline, run_pipeline
+from kpipe.config.pipelines import load_pipeline
+from kpipe.tasks import run_pipeline
 from kpipe.tasks.classifier_members import pretraining_texts
 
 SMALL = ["data.limit=600", "training.epochs=1", "preprocessing.vocabulary_size=500", "model.hidden_dim=16",
@@ -74,9 +75,9 @@ def test_masked_token_accuracy_counts_masked_positions_only(tmp_path):
     # of 1-4 sub-words leave most of the 3 mask slots (ceil(16 x 0.15)) as padding: were those
     # counted, the accuracy could not pass 0.6.
 
-    from kpipe.pipelines import load_pipeline
+    from kpipe.config.pipelines import load_pipeline
     from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary, make_vectorizer
-    from kpipe.runs import Run
+    from kpipe.training.run import Run
     from kpipe.tasks.classifier_members import pretrain_encoder
 
     pre = TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=30, sequence_length=16)

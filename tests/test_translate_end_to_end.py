@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import tensorflow as tf
 
-from kpipe.cli import main
+from kpipe.cli.commands import main
 from tests.serving import served
 
 pytestmark = pytest.mark.slow
@@ -43,8 +43,8 @@ def test_keeps_the_epoch_that_decodes_the_validation_split_best(exported):
     """g2p-attention watches val_word_error_rate: every epoch's figure is in the history, and the export
     decodes the validation sources with exactly the best of them (its weights are that epoch's)."""
     from kpipe.datasets.pairs import load_pairs
-    from kpipe.pipelines import load_pipeline
-    from kpipe.sequence_metrics import error_rates
+    from kpipe.config.pipelines import load_pipeline
+    from kpipe.evaluation.sequence_metrics import error_rates
 
     folder, export = exported
     history = json.loads((export / "metrics.json").read_text())["history"]

@@ -32,9 +32,9 @@ def test_ensemble_keeps_the_members_that_decode_the_validation_split_best(ensemb
     """Each member has its own seed and history; the run keeps the k best (k chosen on validation), and the
     export, and its members reloaded from their .keras files and decoding together, give exactly that WER."""
     from kpipe.datasets.pairs import load_pairs
-    from kpipe.pipelines import load_pipeline
+    from kpipe.config.pipelines import load_pipeline
     from kpipe.preprocessing.token_pairs import TokenTable
-    from kpipe.sequence_metrics import error_rates
+    from kpipe.evaluation.sequence_metrics import error_rates
     from kpipe.tasks.translate import TRANSLATOR_FILE, Translator, load_members, translate_batches
 
     folder, export = ensemble_exported
@@ -75,7 +75,8 @@ def test_an_ensemble_run_killed_in_its_second_member_resumes_to_the_same_ensembl
     """Members train one after the other, each resumable: a kill during member 2 loses neither member 1
     nor member 2's finished epochs, and the rerun ends as the uninterrupted run (the fixture's): the same
     histories, choice of members and test WER."""
-    from kpipe.pipelines import load_pipeline, run_pipeline
+    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks import run_pipeline
     from kpipe.tasks.translate import ValidationDecoding
 
     folder, export = ensemble_exported

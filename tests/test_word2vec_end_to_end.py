@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kpipe.cli import main
-from kpipe.embeddings import load_word_vectors
+from kpipe.cli.commands import main
+from kpipe.vectors.word_vectors import load_word_vectors
 from tests.serving import served
 
 pytestmark = pytest.mark.slow

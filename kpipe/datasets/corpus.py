@@ -15,7 +15,7 @@ import io
 import logging
 import re
 
-from kpipe.config import check_range
+from kpipe.config.strict import check_range
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir

@@ -12,7 +12,7 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kpipe.config import did_you_mean
+from kpipe.config.strict import did_you_mean
 from kpipe.errors import DataError, MissingDependencyError
 
 if TYPE_CHECKING:

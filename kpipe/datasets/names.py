@@ -18,7 +18,7 @@ import logging
 import unicodedata
 from pathlib import Path
 
-from kpipe.config import check_range, check_split_fractions, did_you_mean
+from kpipe.config.strict import check_range, check_split_fractions, did_you_mean
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir

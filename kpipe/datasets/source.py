@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from kpipe.config import check_choice
+from kpipe.config.strict import check_choice
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

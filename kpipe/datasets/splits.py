@@ -6,7 +6,7 @@ import hashlib
 
 import numpy as np
 
-from kpipe.config import check_range
+from kpipe.config.strict import check_range
 
 
 def split_indices(n: int, *, validation_fraction: float, test_fraction: float,

@@ -15,7 +15,7 @@ from typing import ClassVar, TYPE_CHECKING
 
 import numpy as np
 
-from kpipe.config import check_range, check_split_fractions
+from kpipe.config.strict import check_range, check_split_fractions
 from kpipe.datasets import embedded, files, tfds_source
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.splits import split_indices

@@ -17,7 +17,7 @@ from typing import ClassVar, TYPE_CHECKING
 
 import numpy as np
 
-from kpipe.config import check_choice, check_split_fractions, did_you_mean
+from kpipe.config.strict import check_choice, check_split_fractions, did_you_mean
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir

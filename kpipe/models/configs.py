@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.config.strict import DERIVED, check_choice, check_layer_sizes, check_range
 from kpipe.tokens import CHARS, SEQ2SEQ
 
 # Config name -> recurrent layer in keras.layers (kpipe.models.recurrent_cells.CELLS looks them up there).
@@ -42,7 +42,7 @@ class RNNClassifierConfig:
             directions' when bidirectional), or the masked "max", "mean" or both concatenated
             ("max_mean") of its outputs over every non-padding token.
         pretrained_embeddings: word vectors to start the embedding from ("glove:6B.50d", or a
-            GloVe/word2vec text file; see `kpipe.embeddings`); "" learns it from scratch. Used by
+            GloVe/word2vec text file; see `kpipe.vectors.word_vectors`); "" learns it from scratch. Used by
             the classify pipeline; `embedding_dim` must match the vectors.
         embedding_training: "trainable" (fine-tune the vectors from the start), "frozen" (never
             update them) or "two_phase" (frozen for `frozen_epochs` epochs, then fine-tuned with the

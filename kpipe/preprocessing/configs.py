@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config import check_choice, check_range
+from kpipe.config.strict import check_choice, check_range
 STANDARDIZE = ("lower_and_strip_punctuation", "lower_and_split_punctuation", "lower", "none")  # see standardize.py
 SPLIT = {"whitespace": "whitespace", "character": "character"}
 TOKENIZERS = ("words", "wordpiece")

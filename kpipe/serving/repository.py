@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kpipe import export, manifest
+from kpipe.exports import manifest, saved_model, versions
 from kpipe.errors import KpipeError
 
 if TYPE_CHECKING:  # signatures import TensorFlow: loaded with the first model, not to parse the names
@@ -49,7 +49,7 @@ class ServedModel:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def latest_on_disk(self) -> Path:
-        return self.root if not self.follows_latest else self.root / str(export.versions(self.root)[-1])
+        return self.root if not self.follows_latest else self.root / str(versions.versions(self.root)[-1])
 
     def refresh(self, warm_up_rows: int = 1) -> LoadedVersion | None:
         """Load (and warm up, see Signature.warm_up) the latest version if it is newer than the one served;
@@ -75,7 +75,7 @@ def load_version(path: Path, warm_up_rows: int = 1) -> LoadedVersion:
     from kpipe.serving.signatures import Signature
 
     try:
-        loaded = export.load_saved_model(path)
+        loaded = saved_model.load_saved_model(path)
     except KpipeError:
         raise
     except Exception as error:  # a corrupt or foreign SavedModel: say which and why, in one line
@@ -99,7 +99,7 @@ def parse_model_argument(argument: str, export_dir: str | Path) -> ServedModel:
     """`NAME=WHERE` or `WHERE` (a pipeline name, a folder of versions or a version folder) → a ServedModel."""
     name, _, where = argument.rpartition("=")
     where = where.strip()
-    found = export.resolve_versions(where, export_dir)  # raises ModelNotFoundError with the fix
+    found = versions.resolve_versions(where, export_dir)  # raises ModelNotFoundError with the fix
     single = found[0] in (Path(where), Path(export_dir) / where)  # a version folder resolves to itself
     root = found[0] if single else found[0].parent
     if not name:

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from kpipe.datasets.corpus import CorpusDataConfig, load_corpus
 from kpipe.datasets.text_classification import TextSplits
-from kpipe.embeddings import align_to_vocabulary, load_word_vectors
+from kpipe.vectors.word_vectors import align_to_vocabulary, load_word_vectors
 from kpipe.errors import ConfigError
 from kpipe.models.bag_of_ngrams import BagOfNgramsConfig, build_bag_of_ngrams
 from kpipe.models.rnn_classifier import build_rnn_classifier
@@ -29,8 +29,8 @@ from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
 from kpipe.preprocessing.ngrams import fit_ngram_features, make_ngram_dataset, nb_log_count_ratios
 from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
                                       make_text_dataset, make_vectorizer, token_lengths)
-from kpipe.runs import Run
-from kpipe.training import FineTuneSchedule
+from kpipe.training.run import Run
+from kpipe.training.loop import FineTuneSchedule
 
 log = logging.getLogger(__name__)
 

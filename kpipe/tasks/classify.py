@@ -20,13 +20,17 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe import export, manifest, reporting
+from kpipe.exports import run_files, saved_model
+from kpipe.exports.open import call_in_batches, open_export
+
+from kpipe.evaluation import reporting
+from kpipe.evaluation.classification import classification_metrics
 from kpipe.datasets.text_classification import TextSplits, load_text_classification
 from kpipe.evaluation import tfidf_baseline
 from kpipe.models.configs import EnsembleClassifierConfig
 from kpipe.models.masked_pooling import MaskedMeanPooling
-from kpipe.pipeline_config import PipelineConfig, RunResult
-from kpipe.runs import Run
+from kpipe.config.pipeline import PipelineConfig, RunResult
+from kpipe.training.run import Run
 from kpipe.tasks.classifier_members import Member, train_member
 
 log = logging.getLogger(__name__)
@@ -117,10 +121,10 @@ def write_classifier_export(path: Path, *, members: Sequence[Member], weights: S
     """
     serving = ClassifierServing(members, weights, label_names)
     endpoints = {"serve": serving.serve, **({"embed": serving.embed} if serving.encoder is not None else {})}
-    export.write_saved_model(path, tracked=[*serving.models, *serving.tracked], endpoints=endpoints)
+    saved_model.write_saved_model(path, tracked=[*serving.models, *serving.tracked], endpoints=endpoints)
     main = members[-1]
     history = [h for member in members for h in member.history]
-    export.write_run_files(path, model=main.model, config=config, metrics=metrics, history=history,
+    run_files.write_run_files(path, model=main.model, config=config, metrics=metrics, history=history,
                            work_dir=work_dir)
     (path / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
     (path / "vocabulary.txt").write_text("\n".join(main.vocabulary) + "\n", encoding="utf-8")
@@ -159,7 +163,7 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
 
     # === Test split, in its original order ===
     probabilities = sum(w * m.probabilities(splits.test.texts, splits.test.labels) for m, w in zip(members, weights))
-    metrics = reporting.classification_metrics(splits.test.labels, probabilities.argmax(axis=1), splits.label_names)
+    metrics = classification_metrics(splits.test.labels, probabilities.argmax(axis=1), splits.label_names)
     metrics.update({
         **run.common_metrics(history),
         "data": {"source": config.data.describe(), "train": len(splits.train),
@@ -205,7 +209,7 @@ def tfidf_baseline_metrics(splits: TextSplits) -> dict:
     """The TF-IDF + logistic regression baseline on the same splits: its test metrics and settings."""
     result = tfidf_baseline.fit_and_predict(splits.train.texts, splits.train.labels, splits.validation.texts,
                                             splits.validation.labels, splits.test.texts)
-    scores = reporting.classification_metrics(splits.test.labels, result.predicted, splits.label_names)
+    scores = classification_metrics(splits.test.labels, result.predicted, splits.label_names)
     return {**result.report(), "accuracy": scores["accuracy"], "macro_f1": scores["macro_f1"]}
 
 
@@ -226,10 +230,8 @@ def load_classifier(model: str | Path, export_dir: str | Path = "saved_models"):
     Returns:
         (loaded SavedModel, label names in column order of its probabilities).
     """
-    path = export.resolve_model_dir(model, export_dir)
-    manifest.require(path, "classify", "kpipe predict")
-    label_names = (path / "labels.txt").read_text(encoding="utf-8").splitlines()
-    return export.load_saved_model(path), label_names
+    opened = open_export(model, task="classify", command="kpipe predict", export_dir=export_dir)
+    return opened.loaded, (opened.path / "labels.txt").read_text(encoding="utf-8").splitlines()
 
 
 def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Path = "saved_models",
@@ -248,14 +250,11 @@ def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Pat
         'positive'
     """
     loaded, label_names = load_classifier(model, export_dir)
-    results = []
-    for start in range(0, len(texts), batch_size):
-        batch = list(texts[start:start + batch_size])
-        out = loaded.serve(tf.constant(batch, tf.string))
+
+    def predict(batch: Sequence[str]) -> list[Prediction]:
+        out = loaded.serve(tf.constant(list(batch), tf.string))
         labels = [label.decode("utf-8") for label in out["label"].numpy()]
-        for text, label, row in zip(batch, labels, out["probabilities"].numpy()):
-            results.append(Prediction(text, label, float(row.max()),
-                                      {name: float(p) for name, p in zip(label_names, row)}))
-        if on_batch:
-            on_batch(len(batch))
-    return results
+        return [Prediction(text, label, float(row.max()), {name: float(p) for name, p in zip(label_names, row)})
+                for text, label, row in zip(batch, labels, out["probabilities"].numpy())]
+
+    return [p for batch in call_in_batches(predict, texts, batch_size=batch_size, on_batch=on_batch) for p in batch]

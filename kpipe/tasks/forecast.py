@@ -20,21 +20,24 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from kpipe import export, manifest, reporting
+from kpipe.exports import run_files, saved_model
+from kpipe.exports.open import open_export
+
+from kpipe.evaluation import reporting
 from kpipe.datasets import files
 from kpipe.datasets.time_series import (TimeSeries, check_times, load_time_series,
                                         numeric_columns)
 from kpipe.errors import ConfigError, DataError
 from kpipe.forecasting import baselines
 from kpipe.forecasting.intervals import LEVELS, conformal_half_widths, coverage
-from kpipe.forecasting.metrics import forecast_errors, mase_scale
+from kpipe.evaluation.forecast_metrics import forecast_errors, mase_scale
 from kpipe.forecasting.mstl_operator import fitted_mstl_operator
 from kpipe.models.rnn_forecaster import build_rnn_forecaster, fit_linear_path, set_mstl_baseline
-from kpipe.pipeline_config import PipelineConfig, RunResult
+from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.preprocessing.windows import (Scaler, WindowConfig, make_window_dataset, split_origins,
                                          window_arrays)
-from kpipe.runs import Run
-from kpipe.training import kept_epoch
+from kpipe.training.run import Run
+from kpipe.training.loop import kept_epoch
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +74,8 @@ def write_forecaster_export(path: Path, *, model: keras.Model, scaler: Scaler, c
     """Write the SavedModel and everything a user needs beside it into `path`."""
     windows: WindowConfig = config.preprocessing
     serving = ForecasterServing(model, scaler, windows.window, series.num_features, half_widths)
-    export.write_saved_model(path, tracked=[model], endpoints={"serve": serving.serve})
-    export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
+    saved_model.write_saved_model(path, tracked=[model], endpoints={"serve": serving.serve})
+    run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     frequency = pd.infer_freq(series.times) if series.times is not None and len(series.times) >= 3 else None
     reporting.write_json({
         "features": series.feature_names, "target": series.target_name, "window": windows.window,
@@ -274,6 +277,21 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
         "mase_scale": scale,
     }
 
+    plots = _report_plots(config, series, test, truth, forecasts, half_widths, results)
+    version_dir = run.publish(lambda folder: write_forecaster_export(
+        folder, model=model, scaler=scaler, config=config, series=series, metrics=metrics, history=history,
+        work_dir=run.work_dir, half_widths=half_widths, plots=plots), data=(series.values.tobytes(),))
+    summary = _summary(metrics, val_mae, interval_coverage, version_dir, series.target_name)
+    return RunResult(version_dir, metrics, summary)
+
+
+def _report_plots(config: PipelineConfig, series: TimeSeries, test: np.ndarray, truth: np.ndarray,
+                  forecasts: dict[str, np.ndarray], half_widths: dict,
+                  results: dict) -> dict[str, Callable[[Path], object]]:
+    """The report's plots, by file name: three test forecasts with their intervals, and MAE by horizon step."""
+    windows: WindowConfig = config.preprocessing
+    target = series.target.astype(np.float64)
+
     def x_axis(index: np.ndarray):
         return series.times[index] if series.times is not None else index
 
@@ -293,13 +311,16 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
         reporting.plot_forecasts(examples, path, title=f"{config.name}: {series.target_name}",
                                  ylabel=series.target_name)
 
-    plots = {"forecast.png": plot_examples,
-             "error_by_horizon.png": lambda path: reporting.plot_error_by_horizon(
-                 {n: r["per_step"]["mae"] for n, r in results.items()}, path,
-                 title=f"{config.name}: test MAE by horizon step", ylabel=f"MAE ({series.target_name})")}
-    version_dir = run.publish(lambda folder: write_forecaster_export(
-        folder, model=model, scaler=scaler, config=config, series=series, metrics=metrics, history=history,
-        work_dir=run.work_dir, half_widths=half_widths, plots=plots), data=(series.values.tobytes(),))
+    return {"forecast.png": plot_examples,
+            "error_by_horizon.png": lambda path: reporting.plot_error_by_horizon(
+                {n: r["per_step"]["mae"] for n, r in results.items()}, path,
+                title=f"{config.name}: test MAE by horizon step", ylabel=f"MAE ({series.target_name})")}
+
+
+def _summary(metrics: dict, val_mae: dict, interval_coverage: dict, version_dir: Path, target_name: str) -> str:
+    """What the run prints at the end: test MAE against the baselines, what validation said, the intervals."""
+    results, refit, recurrent = metrics["test"], metrics["refit_with_validation"], metrics["recurrent_correction"]
+    best_baseline = metrics["best_baseline"]
     refit_line = f"Tested: a model refit on training + validation for {refit['epochs']} epoch(s)\n" if refit else ""
     components = "".join(f", {row.removeprefix('model_')} {val_mae[row] / val_mae['model']:.3f}x"
                          for row in val_mae if row != "model")
@@ -309,7 +330,7 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
         components += (f"\nThe recurrent correction did not lower validation MAE ({val_mae['model']:.4g} with it, "
                        f"{val_mae['model_without_rnn']:.4g} without): switched off in the tested and exported "
                        "model (model.recurrent_correction = \"if_better\")")
-    summary = (f"Test MAE {results['model']['mae']:.4g} ({series.target_name}): "
+    return (f"Test MAE {results['model']['mae']:.4g} ({target_name}): "
                f"{metrics['model_vs_best_baseline_mae']:.3f}x the best baseline ({best_baseline}), "
                f"{metrics['model_vs_seasonal_naive_mae']:.3f}x seasonal naive\n{_metrics_table(results)}\n"
                f"Validation MAE of the trained model {val_mae['model']:.4g}{components}\n"
@@ -317,7 +338,6 @@ def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
                    f"{level} % covered {100 * interval_coverage[str(level)]:.1f} %" for level in LEVELS) + "\n"
                f"Exported to {version_dir} (report: metrics.json, forecast.png, error_by_horizon.png)\n"
                f"Try: kpipe forecast {version_dir} --input recent.csv")
-    return RunResult(version_dir, metrics, summary)
 
 
 # === Forecasting with an export ===
@@ -335,9 +355,8 @@ class Forecast:
 
 def load_forecaster(model: str | Path, export_dir: str | Path = "saved_models"):
     """Load an exported forecaster: (loaded SavedModel, its features.json as a dict)."""
-    path = export.resolve_model_dir(model, export_dir)
-    manifest.require(path, "forecast", "kpipe forecast")
-    return tf.saved_model.load(str(path)), json.loads((path / FEATURES_FILE).read_text(encoding="utf-8"))
+    opened = open_export(model, task="forecast", command="kpipe forecast", export_dir=export_dir)
+    return opened.loaded, json.loads((opened.path / FEATURES_FILE).read_text(encoding="utf-8"))
 
 
 def forecast_table(model: str | Path, frame: pd.DataFrame, export_dir: str | Path = "saved_models",

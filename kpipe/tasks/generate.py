@@ -19,16 +19,19 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe import export, manifest, reporting
-from kpipe.config import did_you_mean
+from kpipe.exports import run_files, saved_model
+from kpipe.exports.open import open_export
+
+from kpipe.evaluation import reporting
+from kpipe.config.strict import did_you_mean
 from kpipe.datasets.names import NameSplits, load_names
 from kpipe.errors import KpipeError
 from kpipe.models.char_bigram import CharBigram
 from kpipe.models.char_generator import (END, SPECIAL_TOKENS, START, UNKNOWN, CharGeneratorConfig, CharSampler,
                                          build_char_generator)
 from kpipe.models.char_transformer import CharTransformerConfig, CharTransformerSampler, build_char_transformer
-from kpipe.pipeline_config import PipelineConfig, RunResult
-from kpipe.runs import Run
+from kpipe.config.pipeline import PipelineConfig, RunResult
+from kpipe.training.run import Run
 from kpipe.preprocessing.configs import NamesPreprocessingConfig  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
@@ -223,8 +226,8 @@ def _run_generate(run: Run, config: PipelineConfig) -> RunResult:
              {c: s[:3] for c, s in list(samples.items())[:4]})
 
     def write(path: Path) -> None:
-        export.write_saved_model(path, tracked=[model, serving], endpoints={"generate": serving.generate})
-        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
+        saved_model.write_saved_model(path, tracked=[model, serving], endpoints={"generate": serving.generate})
+        run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
         reporting.write_json({"characters": vocabulary.chars, "categories": categories,
                               "max_length": pre.max_length, "lowercase": pre.lowercase}, path / GENERATOR_FILE)
 
@@ -255,8 +258,8 @@ def generate_names(model: str | Path, *, prefix: str = "", count: int = 10, temp
         raise KpipeError(f"temperature must be > 0. Received: temperature={temperature}")
     if top_k < 0:
         raise KpipeError(f"top_k must be >= 0 (0 = no top-k). Received: top_k={top_k}")
-    path = export.resolve_model_dir(model, export_dir)
-    manifest.require(path, "generate", "kpipe generate")
+    opened = open_export(model, task="generate", command="kpipe generate", export_dir=export_dir)
+    path = opened.path
     spec_file = path / GENERATOR_FILE
     spec = json.loads(spec_file.read_text(encoding="utf-8"))
     categories = spec["categories"]
@@ -271,8 +274,7 @@ def generate_names(model: str | Path, *, prefix: str = "", count: int = 10, temp
     if len(text) >= spec["max_length"]:
         raise KpipeError(f"the prefix is {len(text)} characters; this model generates names up to "
                          f"{spec['max_length']}")
-    loaded = tf.saved_model.load(str(path))
-    out = loaded.generate(prefix=tf.constant(prefix), count=tf.constant(count, tf.int32),
+    out = opened.loaded.generate(prefix=tf.constant(prefix), count=tf.constant(count, tf.int32),
                           temperature=tf.constant(temperature, tf.float32), category=tf.constant(category),
                           top_k=tf.constant(top_k, tf.int32),
                           seed=tf.constant(np.random.randint(2 ** 31 - 1) if seed is None else seed, tf.int32))

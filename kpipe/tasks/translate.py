@@ -18,12 +18,15 @@ from typing import Callable, Sequence
 import keras
 import tensorflow as tf
 
-from kpipe import export, manifest, reporting
-from kpipe.checkpoint_averaging import EpochWeights, averaged_weights
+from kpipe.exports import run_files, saved_model
+from kpipe.exports.open import call_in_batches, open_export
+
+from kpipe.evaluation import reporting
+from kpipe.training.checkpoint_averaging import EpochWeights, averaged_weights
 from kpipe.datasets.pairs import PairSplits, load_pairs
 from kpipe.models.seq2seq import Seq2SeqConfig, Seq2SeqParts, build_seq2seq
 from kpipe.models.seq2seq_decoding import decode
-from kpipe.pipeline_config import PipelineConfig, RunResult
+from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.preprocessing.token_pairs import (
     PairPreprocessingConfig,
     TokenTable,
@@ -33,9 +36,9 @@ from kpipe.preprocessing.token_pairs import (
     pad_batch,
     source_ids,
 )
-from kpipe.runs import Run
-from kpipe.training import kept_epoch
-from kpipe.sequence_metrics import corpus_bleu, error_analysis, error_rates
+from kpipe.training.run import Run
+from kpipe.training.loop import kept_epoch
+from kpipe.evaluation.sequence_metrics import corpus_bleu, error_analysis, error_rates
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +86,9 @@ class Translator(tf.Module):
 
 def translate_batches(translator: Translator, texts: list[str], batch_size: int = 256) -> tuple[list[str], list]:
     """Decode many strings in batches: outputs, and each one's attention trimmed to its lengths."""
-    outputs, attention = [], []
-    for start in range(0, len(texts), batch_size):
-        result = translator.translate(tf.constant(texts[start:start + batch_size]))
-        outputs += [o.decode("utf-8") for o in result["output"].numpy()]
-        attention += list(result["attention"].numpy())
-    return outputs, attention
+    results = call_in_batches(lambda batch: translator.translate(tf.constant(batch)), texts, batch_size=batch_size)
+    outputs = [o.decode("utf-8") for result in results for o in result["output"].numpy()]
+    return outputs, [a for result in results for a in result["attention"].numpy()]
 
 
 def _tokens(text: str, kind: str) -> list[str]:
@@ -244,8 +244,8 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     shown = list(range(min(4, len(sources))))
 
     def write(path: Path) -> None:
-        export.write_saved_model(path, tracked=[model, translator], endpoints={"translate": translator.translate})
-        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
+        saved_model.write_saved_model(path, tracked=[model, translator], endpoints={"translate": translator.translate})
+        run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
         for number, member in enumerate(members[1:], start=2):  # model.keras is the first (best) member
             member.parts.model.save(path / member_file(number))
         reporting.plot_attention([(_tokens(sources[i].lower() if pre.lowercase else sources[i], pre.source_tokens),
@@ -349,13 +349,7 @@ def translate_texts(model: str | Path, texts: list[str], *, export_dir: str | Pa
     Raises:
         KpipeError: the export is not a sequence-to-sequence model.
     """
-    path = export.resolve_model_dir(model, export_dir)
-    manifest.require(path, "translate", "kpipe translate")
-    loaded = tf.saved_model.load(str(path))
-    outputs = []
-    for start in range(0, len(texts), 256):
-        result = loaded.translate(tf.constant(texts[start:start + 256]))
-        outputs += [o.decode("utf-8") for o in result["output"].numpy()]
-        if on_batch:
-            on_batch(len(result["output"]))
-    return outputs
+    loaded = open_export(model, task="translate", command="kpipe translate", export_dir=export_dir).loaded
+    batches = call_in_batches(lambda batch: loaded.translate(tf.constant(batch))["output"].numpy(), texts,
+                              on_batch=on_batch)
+    return [o.decode("utf-8") for batch in batches for o in batch]

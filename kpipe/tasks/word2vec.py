@@ -15,16 +15,16 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from kpipe import export
+from kpipe.exports import run_files, saved_model
 from kpipe.datasets.corpus import load_corpus
-from kpipe.embeddings import WordVectors, write_glove_text
+from kpipe.vectors.word_vectors import WordVectors, write_glove_text
 from kpipe.errors import ConfigError
 from kpipe.models.word2vec import Word2VecConfig, build_cbow, build_skipgram, negative_sampling_loss
 from kpipe.models.word2vec_sgd import SparseSGDTrainer, expand_shared_negatives
-from kpipe.pipeline_config import PipelineConfig, RunResult
+from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.preprocessing.skipgrams import (SkipGramConfig, build_corpus, corpus_words, epoch_examples,
                                            make_skipgram_dataset)
-from kpipe.runs import Run
+from kpipe.training.run import Run
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +117,11 @@ def _run_word2vec(run: Run, config: PipelineConfig) -> RunResult:
 
     def write(path: Path) -> None:
         serving = WordVectorServing(vectors)
-        export.write_saved_model(path, tracked=[serving], endpoints={"embed": serving.embed})
+        saved_model.write_saved_model(path, tracked=[serving], endpoints={"embed": serving.embed})
         write_glove_text(vectors, path / "vectors.txt")
         write_word2vec_text(vectors, path / "vectors.w2v.txt")
         write_projector_files(vectors, corpus.counts, path)
-        export.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
+        run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
 
     version_dir = run.publish(write, data=(corpus.ids.tobytes(),))
     probe = next(iter(neighbours), None)

@@ -123,7 +123,7 @@ def test_bad_tf_config_is_one_line_exit_2(tmp_path, tf_config, message):
 def test_multi_worker_after_tensorflow_has_run_is_a_clear_error(tmp_path):
     port, other = free_ports(2)
     script = ("import tensorflow as tf\ntf.constant(1.0) + 1\nfrom kpipe.errors import ConfigError\n"
-              "from kpipe.training import make_strategy\n"
+              "from kpipe.training.loop import make_strategy\n"
               "try:\n    make_strategy('multi_worker')\nexcept ConfigError as error:\n    print(error)\n")
     run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                          env=tf_config_env([f"127.0.0.1:{port}", f"127.0.0.1:{other}"], 0))

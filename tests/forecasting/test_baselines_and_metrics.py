@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from kpipe.forecasting import baselines
-from kpipe.forecasting.metrics import forecast_errors, mase_scale
+from kpipe.evaluation.forecast_metrics import forecast_errors, mase_scale
 
 
 def seasonal_series(n=400, m=12, seed=0):

@@ -30,11 +30,11 @@ from typing import Callable, Iterable
 import filelock
 import keras
 
-from kpipe import export, manifest
+from kpipe.exports import manifest, run_files, versions
 from kpipe.errors import KpipeError
-from kpipe.multi_worker import is_chief
-from kpipe.pipeline_config import PipelineConfig
-from kpipe.training import make_strategy, train_model
+from kpipe.training.multi_worker import is_chief
+from kpipe.config.pipeline import PipelineConfig
+from kpipe.training.loop import make_strategy, train_model
 
 
 class RunInProgressError(KpipeError):
@@ -46,7 +46,7 @@ class Run:
 
     Attributes:
         config: the pipeline config.
-        strategy: from `kpipe.training.make_strategy` (made before anything else touches TensorFlow).
+        strategy: from `kpipe.training.loop.make_strategy` (made before anything else touches TensorFlow).
         global_batch: `training.batch_size` times the replicas in sync.
         export_root: `<export.dir>/<name>`, where versions are published.
         work_dir: `<export_root>/.work/<config fingerprint>`: resume state while the run is alive.
@@ -124,7 +124,7 @@ class Run:
 
     # === Training ===
     def train(self, build: Callable[[], keras.Model], *, subdir: str = "", **kwargs):
-        """`kpipe.training.train_model` under this run's strategy, config and work folder (or a
+        """`kpipe.training.loop.train_model` under this run's strategy, config and work folder (or a
         sub-folder of it, for an extra training stage such as pretraining); timed.
 
         Returns:
@@ -156,8 +156,8 @@ class Run:
                             family=getattr(self.config.model, "family", ""), kpipe_version=manifest.kpipe_version(),
                             config_fingerprint=self.config.fingerprint(), data_fingerprint=manifest.fingerprint(data))
 
-        version_dir = export.write_version(self.export_root, write_with_manifest, chief=self.chief)
-        export.finish_run(self.work_dir, chief=self.chief)
+        version_dir = versions.write_version(self.export_root, write_with_manifest, chief=self.chief)
+        run_files.finish_run(self.work_dir, chief=self.chief)
         return version_dir
 
 

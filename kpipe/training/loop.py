@@ -18,11 +18,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe import multi_worker
-from kpipe.config import check_choice
+from kpipe.training import multi_worker
+from kpipe.config.strict import check_choice
 from kpipe.errors import ConfigError
-from kpipe.resume import EpochCheckpoint, ResumableEarlyStopping
-from kpipe.training_config import OPTIMIZER_CLASSES, PRECISIONS, STRATEGIES, TrainingConfig  # noqa: F401
+from kpipe.training.resume import EpochCheckpoint, ResumableEarlyStopping
+from kpipe.config.training import OPTIMIZER_CLASSES, PRECISIONS, STRATEGIES, TrainingConfig  # noqa: F401
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ def _compile(model: keras.Model, config: TrainingConfig, learning_rate: float, l
 
 
 def _iterators_per_epoch(train_data: tf.data.Dataset, strategy: tf.distribute.Strategy) -> int:
-    """How many iterators over `train_data` the training loop opens per epoch (see `kpipe.resume`)."""
+    """How many iterators over `train_data` the training loop opens per epoch (see `kpipe.training.resume`)."""
     if multi_worker.is_multi_worker(strategy):
         return 1  # kpipe's own loop: one `for` per epoch
     return 2 if int(train_data.cardinality()) > 0 else 1  # Keras' EpochIterator
@@ -267,7 +267,7 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
             callbacks.append(keras.callbacks.TensorBoard(str(work_dir / "tensorboard")))
         callbacks += list(extra_callbacks)
         model._initial_epoch = None  # set by the previous phase's restore, which `fit` would prefer
-        if multi_worker.is_multi_worker(strategy):  # Keras' fit fails there: see kpipe.multi_worker
+        if multi_worker.is_multi_worker(strategy):  # Keras' fit fails there: see kpipe.training.multi_worker
             multi_worker.fit(model, train_data, validation_data, strategy=strategy,
                              initial_epoch=initial_epoch, epochs=epochs, callbacks=callbacks)
             return checkpoint.history

@@ -1,7 +1,7 @@
 """The config of a named pipeline: task, data, preprocessing, model, training, export.
 
 The sections' types depend on the task (and the model section's on `model.family`); each task
-declares them in a `TaskSpec` (see `kpipe.task_specs`). Parsing is strict: see `kpipe.config`.
+declares them in a `TaskSpec` (see `kpipe.config.tasks`). Parsing is strict: see `kpipe.config.strict`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from kpipe.config import did_you_mean, dumps_toml, from_dict, to_dict
+from kpipe.config.strict import did_you_mean, dumps_toml, from_dict, to_dict
 from kpipe.errors import ConfigError
-from kpipe.task_specs import TASKS
-from kpipe.training_config import EARLY_STOPPING_MONITORS, TrainingConfig
+from kpipe.config.tasks import TASKS
+from kpipe.config.training import EARLY_STOPPING_MONITORS, TrainingConfig
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Sequence
 
-from kpipe import export, manifest
+from kpipe.exports import manifest, versions
 from kpipe.errors import KpipeError
 
 
@@ -59,7 +59,7 @@ def read_run(folder: Path) -> RunRecord:
 
 def read_runs(items: Sequence[str], export_dir: str | Path = "saved_models") -> list[RunRecord]:
     """The runs behind `items`; raises KpipeError for fewer than two, or runs of different tasks."""
-    runs = [read_run(folder) for item in items for folder in export.resolve_versions(item, export_dir)]
+    runs = [read_run(folder) for item in items for folder in versions.resolve_versions(item, export_dir)]
     if len(runs) < 2:
         raise KpipeError(f"compare needs at least two runs; {', '.join(items)} gave {len(runs)} "
                          "(name two export folders, or a pipeline with several versions)")
@@ -78,7 +78,7 @@ def differing_keys(runs: Sequence[RunRecord]) -> list[str]:
 
 def comparison_rows(runs: Sequence[RunRecord]) -> tuple[list[str], list[list[str]]]:
     """(header, rows): run, headline metrics, epochs, training seconds, then each differing config key."""
-    from kpipe.task_specs import TASKS
+    from kpipe.config.tasks import TASKS
 
     headline = list(TASKS[runs[0].task].headline)
     keys = differing_keys(runs)

@@ -102,7 +102,7 @@ def make_multi_worker_strategy(timeout_s: float) -> tf.distribute.MultiWorkerMir
     except RuntimeError as error:
         if "program startup" in str(error):
             raise ConfigError("strategy 'multi_worker' must be created before TensorFlow runs anything: start "
-                              "each worker with `kpipe run ...`, or call kpipe.training.make_strategy"
+                              "each worker with `kpipe run ...`, or call kpipe.training.loop.make_strategy"
                               "('multi_worker') first thing in your program") from None
         raise
     finally:

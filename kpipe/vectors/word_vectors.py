@@ -19,8 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
-from kpipe import vector_cache
-from kpipe.config import did_you_mean
+from kpipe.vectors import cache
+from kpipe.config.strict import did_you_mean
 from kpipe.datasets.embedded import package_dir
 from kpipe.errors import DataError, KpipeError
 
@@ -267,7 +267,7 @@ def load_word_vectors(source: str, *, expected_dim: int | None = None) -> WordVe
         expected_dim: raise if the vectors have another dimension (e.g. the model's embedding_dim).
 
     A text file is parsed once: later loads of the unchanged file map a binary copy kept in the
-    cache folder (`kpipe.vector_cache`; the matrix is then read-only).
+    cache folder (`kpipe.vectors.cache`; the matrix is then read-only).
 
     Raises:
         DataError: missing or empty file, malformed line, wrong dimension.
@@ -284,13 +284,13 @@ def load_word_vectors(source: str, *, expected_dim: int | None = None) -> WordVe
         vectors = WordVectors(words, np.load(folder / "glove_6B_50d_emb.npy"))
     else:
         path, data, name = _locate(source)
-        cached = vector_cache.read(path) if path is not None else None
+        cached = cache.read(path) if path is not None else None
         if cached is not None:
             vectors = WordVectors(*cached)
         else:
             vectors = _parse(path, data, name)
             if path is not None:
-                vector_cache.write(path, vectors.words, vectors.matrix)
+                cache.write(path, vectors.words, vectors.matrix)
     if expected_dim is not None and vectors.dim != expected_dim:
         raise DataError(f"{source} has {vectors.dim}-dimensional vectors but the config asks for "
                         f"embedding_dim={expected_dim}; set model.embedding_dim={vectors.dim}")
@@ -361,8 +361,8 @@ def align_to_vocabulary(vectors: WordVectors, vocabulary: Sequence[str], *, seed
 def word_vectors_of(source: str, export_dir: str | Path = "saved_models") -> WordVectors:
     """Word vectors from `source`: packaged vectors ("glove:6B.50d"), a vectors file, or an export:
     a word2vec export's vectors, or a classifier's learned token embedding."""
-    from kpipe import manifest
-    from kpipe.export import resolve_model_dir
+    from kpipe.exports import manifest
+    from kpipe.exports.versions import resolve_model_dir
 
     if source in PACKAGED or Path(source.partition(".zip:")[0]).is_file():
         return load_word_vectors(source)
@@ -378,14 +378,14 @@ def word_vectors_of(source: str, export_dir: str | Path = "saved_models") -> Wor
 
 def classifier_word_vectors(model_dir: str | Path, export_dir: str | Path = "saved_models") -> WordVectors:
     """The learned embedding of an exported classifier, as WordVectors over its vocabulary."""
-    from kpipe import manifest
-    from kpipe.export import load_keras_model, resolve_model_dir
+    from kpipe.exports.open import open_export
     from kpipe.tokens import WORD_RESERVED, WORDPIECE_RESERVED
 
-    path = resolve_model_dir(model_dir, export_dir)
-    manifest.require(path, "classify", "kpipe neighbors --model")
+    opened = open_export(model_dir, task="classify", command="kpipe neighbors --model", export_dir=export_dir,
+                         load="keras")
+    path = opened.path
     vocabulary = (path / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    table = _token_embedding_table(load_keras_model(path), path)
+    table = _token_embedding_table(opened.loaded, path)
     # Leave out the reserved tokens: WordPiece's [PAD] [CLS] [SEP] [UNK] [MASK], or the words' "" and [UNK].
     reserved = len(WORDPIECE_RESERVED if vocabulary[:len(WORDPIECE_RESERVED)] == WORDPIECE_RESERVED
                    else WORD_RESERVED)

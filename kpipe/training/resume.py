@@ -99,7 +99,7 @@ class EpochCheckpoint(keras.callbacks.Callback):
         self.history = state["history"]
         epochs_done = state["epoch"]
         self.finished = state["finished"]
-        # Keras' fit (and kpipe.multi_worker.fit) start at `model._initial_epoch` when it is set.
+        # Keras' fit (and kpipe.training.multi_worker.fit) start at `model._initial_epoch` when it is set.
         self.model._initial_epoch = self.params.get("epochs", epochs_done) if self.finished else epochs_done
         if self.train_data is not None:
             for _ in range((epochs_done - self.initial_epoch) * self.iterators_per_epoch):

@@ -1,14 +1,14 @@
-"""The training section of pipeline configs, without TensorFlow (see kpipe.training for the training)."""
+"""The training section of pipeline configs, without TensorFlow (see kpipe.training.loop for the training)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config import check_choice, check_range
+from kpipe.config.strict import check_choice, check_range
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
-# Config name -> class in keras.optimizers (kpipe.training looks it up there).
+# Config name -> class in keras.optimizers (kpipe.training.loop looks it up there).
 OPTIMIZER_CLASSES = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "sgd": "SGD"}
 LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 # Early-stopping monitor -> the tasks whose epochs log it (a metric computed on the validation split).
@@ -36,7 +36,7 @@ class TrainingConfig:
         strategy: "auto" (multi_worker when TF_CONFIG describes a cluster; otherwise the default
             strategy on CPU, one device for one GPU, mirrored for several), "default", "one_device",
             "mirrored" (all GPUs; without GPUs, all logical CPUs), "multi_worker" (the cluster in
-            TF_CONFIG, see `kpipe.multi_worker`) or "tpu".
+            TF_CONFIG, see `kpipe.training.multi_worker`) or "tpu".
         precision: "float32", "mixed_float16" (GPUs; the loss is scaled) or "mixed_bfloat16"
             (GPUs and recent CPUs): layers compute in 16 bits and keep float32 weights; output
             layers stay float32.

@@ -9,10 +9,10 @@ import logging
 from pathlib import Path
 from typing import Iterable
 
-from kpipe.config import apply_overrides, did_you_mean, read_toml
+from kpipe.config.strict import apply_overrides, did_you_mean, read_toml
 from kpipe.dependencies import require_tensorflow_text
 from kpipe.errors import ConfigError
-from kpipe.pipeline_config import PipelineConfig, parse_pipeline_config
+from kpipe.config.pipeline import PipelineConfig, parse_pipeline_config
 
 log = logging.getLogger(__name__)
 
@@ -104,17 +104,3 @@ def check_runnable(config: PipelineConfig) -> None:
     loads; a config is still valid without it, so `kpipe list` and `show` work everywhere)."""
     if getattr(config.preprocessing, "tokenizer", "") == "wordpiece":
         require_tensorflow_text(f"{config.name} (preprocessing.tokenizer = \"wordpiece\")")
-
-
-def run_pipeline(config: PipelineConfig):
-    """Run a pipeline end to end; returns the task's result (export folder and metrics)."""
-    from kpipe.training import make_strategy
-
-    check_runnable(config)
-    if config.training.strategy in ("auto", "multi_worker", "tpu"):
-        # A multi-worker strategy must exist before TensorFlow runs anything (loading data does);
-        # a missing TPU is reported before the data is loaded.
-        make_strategy(config.training.strategy, worker_timeout_s=config.training.worker_timeout_s)
-    from kpipe.task_specs import TASKS
-
-    return TASKS[config.task].run(config)

@@ -25,7 +25,7 @@ def version(distribution: str) -> str | None:
 def pipeline_needs(config) -> tuple[list[str], str]:
     """(the import names of the optional packages a pipeline needs, where its data comes from)."""
     from kpipe.datasets.embedded import EMBEDDED_DATASETS
-    from kpipe.embeddings import PACKAGED
+    from kpipe.vectors.word_vectors import PACKAGED
 
     modules, data = [], config.data.describe()
     if config.data.source == "embedded" and config.data.name in EMBEDDED_DATASETS:
@@ -45,7 +45,7 @@ def devices() -> dict:
     """What TensorFlow sees (imports it): devices, CUDA/cuDNN it was built with, the "auto" strategy."""
     import tensorflow as tf
 
-    from kpipe.training import resolve_strategy_name
+    from kpipe.training.loop import resolve_strategy_name
 
     build = tf.sysconfig.get_build_info()
     gpus = tf.config.list_physical_devices("GPU")
@@ -58,8 +58,8 @@ def devices() -> dict:
 def collect() -> dict:
     """Everything `kpipe info` shows, as plain data (the `--json` output)."""
     from kpipe.datasets.embedded import EMBEDDED_DATASETS
-    from kpipe.embeddings import PACKAGED
-    from kpipe.pipelines import load_pipeline, registry
+    from kpipe.vectors.word_vectors import PACKAGED
+    from kpipe.config.pipelines import load_pipeline, registry
 
     data_packages = {d.name: {"package": d.package, "licence": d.licence, "installed": installed(d.module)}
                      for d in EMBEDDED_DATASETS.values()}

@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from kpipe import export, manifest
+from kpipe.exports.open import call_in_batches, concatenate, open_export
 from kpipe.errors import KpipeError
 
 
@@ -24,16 +24,11 @@ def embed_texts(model: str | Path, texts: list[str], *, export_dir: str | Path =
     """
     import tensorflow as tf
 
-    path = export.resolve_model_dir(model, export_dir)
     # Sentence embeddings come from transformer classifiers (e.g. `kpipe run sentiment-transformer`).
-    manifest.require(path, "classify", "kpipe embed", signature="embed")
-    loaded = export.load_saved_model(path)
-    parts = []
-    for start in range(0, len(texts), batch_size):
-        parts.append(loaded.embed(tf.constant(texts[start:start + batch_size]))["embedding"].numpy())
-        if on_batch:
-            on_batch(len(parts[-1]))
-    return np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
+    loaded = open_export(model, task="classify", command="kpipe embed", export_dir=export_dir,
+                         signature="embed").loaded
+    return concatenate(call_in_batches(lambda batch: loaded.embed(tf.constant(list(batch)))["embedding"].numpy(),
+                                       texts, batch_size=batch_size, on_batch=on_batch))
 
 
 def cosine_similarities(query: np.ndarray, vectors: np.ndarray) -> np.ndarray:

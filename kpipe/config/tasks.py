@@ -24,7 +24,7 @@ from kpipe.preprocessing.configs import (NamesPreprocessingConfig, PairPreproces
                                          TextPreprocessingConfig, WindowConfig)
 
 if TYPE_CHECKING:
-    from kpipe.pipeline_config import PipelineConfig, RunResult
+    from kpipe.config.pipeline import PipelineConfig, RunResult
 
 log = logging.getLogger(__name__)
 

@@ -112,7 +112,7 @@ def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool) -> 
 
             return pd.DataFrame({"output": translate_texts(model_dir, texts, on_batch=bar.update)})
         if task == "embed":
-            from kpipe.sentence_embeddings import embed_texts
+            from kpipe.vectors.sentence_embeddings import embed_texts
 
             return pd.DataFrame({"embedding": [row.tolist() for row in embed_texts(model_dir, texts,
                                                                                    on_batch=bar.update)]})

@@ -1,0 +1,284 @@
+"""The `kpipe` command line: `build_parser` adds one sub-parser per command, each in a function of its
+own; options several commands share come from parent parsers (`SHARED`). The handlers are in
+`kpipe.cli.commands`; nothing here imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+EXAMPLES = """\
+examples:
+  kpipe info
+  kpipe list
+  kpipe show sentiment-bilstm
+  kpipe run sentiment-bilstm
+  kpipe run sentiment-bilstm --set training.epochs=1 --set data.limit=2000
+  kpipe run imdb-bilstm --data ../shared/data/imdb/train.csv.gz
+  kpipe predict sentiment-bilstm "@united thank you, great crew!" "delayed again..."
+  kpipe predict saved_models/sentiment-bilstm/1 --file tweets.txt --json
+  kpipe serve sentiment-bilstm electricity-seasonal-ar --port 8501
+  kpipe run names-char
+  kpipe generate names-char --prefix Al --count 10 --temperature 0.8 --category italy
+  kpipe run electricity-seasonal-ar
+  kpipe forecast electricity-seasonal-ar --input recent.csv
+  kpipe run g2p-attention
+  kpipe translate g2p-attention hello tensorflow
+  kpipe run sentiment-transformer
+  kpipe embed sentiment-transformer "great crew, thanks!"
+  kpipe similar sentiment-transformer --query "lost my bag" --file tweets.txt -k 5
+  kpipe neighbors frog -k 5
+  kpipe analogy king man woman
+  kpipe similarity cat dog --vectors glove.6B.100d.txt
+  kpipe map glove:6B.50d --words apple banana car bus tennis golf france japan --out map.png
+  kpipe compare sentiment-bilstm --out compare.png
+"""
+
+MODEL_HELP = "an export folder, a folder of versions, or a pipeline name"
+FILE_HELP = "a table (.csv, .tsv, .parquet, .jsonl; read by --column) or a UTF-8 text file with one text per line"
+
+
+def _parent(*arguments: tuple[tuple, dict]) -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    for args, kwargs in arguments:
+        parent.add_argument(*args, **kwargs)
+    return parent
+
+
+# Options shared by several commands, given to `add_parser(parents=[...])`.
+SHARED = {
+    "export_dir": _parent((("--export-dir",), dict(default="saved_models", help="where pipeline names are looked up"))),
+    "json": _parent((("--json",), dict(action="store_true", help="print JSON (one object per input line, or one "
+                                                                 "object for the whole answer)"))),
+    "vectors": _parent((("--vectors",), dict(default="glove:6B.50d",
+                                             help="word vectors: glove:6B.50d (packaged, default), or a GloVe/word2vec "
+                                                  "text file (.txt, .gz, .zip or archive.zip:member.txt)")),
+                       (("--model",), dict(help="use the learned embedding of an exported classifier instead"))),
+    "config": _parent((("pipeline",), dict(help="pipeline name (see `kpipe list`) or path to a .toml config")),
+                      (("--set",), dict(action="append", default=[], metavar="KEY=VALUE",
+                                        help="override a config value by dotted key, e.g. training.epochs=1 "
+                                             "(repeatable)")),
+                      (("--data",), dict(metavar="SOURCE", help="data to use instead of the pipeline's: a CSV/Parquet "
+                                                                "file, a folder (one sub-folder per class), tfds:NAME "
+                                                                "or embedded:NAME")),
+                      (("--strategy",), dict(help="tf.distribute strategy: auto, default, one_device, mirrored, "
+                                                  "multi_worker (cluster in TF_CONFIG) or tpu (same as --set "
+                                                  "training.strategy=...)")),
+                      (("--precision",), dict(help="float32, mixed_float16 or mixed_bfloat16 (same as --set "
+                                                   "training.precision=...)"))),
+}
+
+
+def add_table_args(p: argparse.ArgumentParser, answers: str) -> None:
+    """--column and --output: tables in, the same rows with `answers` out."""
+    p.add_argument("--column", help="the column of texts in a table --file (default: 'text', or its only column)")
+    p.add_argument("--output", metavar="FILE", help=f"write the input's rows with {answers} to FILE (.csv, .tsv, "
+                                                    ".parquet or .jsonl), in batches, with a progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kpipe.cli import commands
+
+    parser = argparse.ArgumentParser(
+        prog="kpipe", description="Train, evaluate and export Keras sequence models as named pipelines.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks for errors, and TensorFlow's own C++ log lines")
+    parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (add_setup_commands, add_run_commands, add_predict, add_serve, add_forecast, add_generate,
+                add_text_commands, add_word_commands, add_map, add_compare):
+        add(sub, commands)
+    return parser
+
+
+def add_setup_commands(sub, commands) -> None:
+    sub.add_parser("list", help="list the named pipelines").set_defaults(func=commands.cmd_list)
+    sub.add_parser("info", parents=[SHARED["json"]],
+                   help="check your setup: versions, devices, data packages, runnable pipelines (paste --json into "
+                        "bug reports)").set_defaults(func=commands.cmd_info)
+
+
+def add_run_commands(sub, commands) -> None:
+    sub.add_parser("show", parents=[SHARED["config"]], help="print the resolved config of a pipeline"
+                   ).set_defaults(func=commands.cmd_show)
+    sub.add_parser("run", parents=[SHARED["config"]], help="train, evaluate and export a pipeline",
+                   description="Train, evaluate and export a pipeline. Rerunning the same command after an "
+                               "interruption resumes from the last finished epoch.").set_defaults(func=commands.cmd_run)
+
+
+def add_predict(sub, commands) -> None:
+    predict = sub.add_parser("predict", parents=[SHARED["json"], SHARED["export_dir"]], help="classify texts with an exported model",
+                             formatter_class=argparse.RawDescriptionHelpFormatter,
+                             description="Print label, probability and text for each input (tab-separated), or "
+                                         "write a table of predictions with --output.",
+                             epilog="""examples:
+  kpipe predict sentiment-bilstm "great crew, thanks!" "late again"
+  kpipe predict sentiment-bilstm --file tweets.txt --json
+  kpipe predict sentiment-bilstm --file tweets.csv --column text --output predictions.csv
+  kpipe predict imdb-bigrams --file reviews.parquet --column review --output predictions.parquet
+""")
+    predict.add_argument("model", help="an export folder (saved_models/NAME/VERSION), a folder of versions, "
+                                       "or a pipeline name (its latest export)")
+    predict.add_argument("texts", nargs="*", help="texts to classify (else --file, else standard input)")
+    predict.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl; read by --column) or a UTF-8 text "
+                                        "file with one text per line")
+    add_table_args(predict, "the predicted label, its probability and every class's probability")
+    predict.set_defaults(func=commands.cmd_predict)
+
+
+
+def add_serve(sub, commands) -> None:
+    serve = sub.add_parser(
+        "serve", parents=[SHARED["export_dir"]], help="serve exports over HTTP with TensorFlow Serving's REST API (micro-batched)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Serve exported models over HTTP, speaking TensorFlow Serving's REST API, so clients written\n"
+                    "for TF Serving work unchanged. Concurrent requests to one model are gathered into one call\n"
+                    "(micro-batching). A pipeline name or a folder of versions serves its latest version and\n"
+                    "switches to a newer one when `kpipe run` publishes it. Needs: pip install 'kpipe[serve]'.",
+        epilog="""examples:
+  kpipe serve sentiment-bilstm
+  curl -s localhost:8501/v1/models/sentiment-bilstm:predict -d '{"instances": ["great crew, thanks!"]}'
+  curl -s localhost:8501/v1/models/sentiment-bilstm:predict -d '{"inputs": {"text": ["late again"]}}'
+  curl -s localhost:8501/v1/models/sentiment-bilstm/metadata
+  kpipe serve bilstm=saved_models/sentiment-bilstm/1 bigrams=sentiment-bigrams --port 9000
+""")
+    serve.add_argument("models", nargs="+", metavar="MODEL",
+                       help="a pipeline name, a folder of versions or a version folder, optionally as NAME=MODEL "
+                            "(the name in the URL; default: the pipeline's)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
+                                                           "only; 0.0.0.0 for every interface)")
+    serve.add_argument("--port", type=int, default=8501, help="port (default 8501, TF Serving's REST port; 0: any "
+                                                              "free port, printed at start-up)")
+    serve.add_argument("--max-batch-size", type=int, default=256, help="rows per model call at most (default 256)")
+    serve.add_argument("--batch-timeout-ms", type=float, default=1.0,
+                       help="how long a request waits for others to share its call (default 1 ms)")
+    serve.add_argument("--no-batching", action="store_true", help="one model call per request")
+    serve.add_argument("--max-request-mb", type=float, default=16.0, help="larger request bodies get HTTP 413 "
+                                                                         "(default 16 MiB)")
+    serve.add_argument("--poll-seconds", type=float, default=2.0,
+                       help="how often folders of versions are checked for a new version (default 2 s)")
+    serve.set_defaults(func=commands.cmd_serve)
+
+
+
+def add_forecast(sub, commands) -> None:
+    forecast = sub.add_parser(
+        "forecast", parents=[SHARED["json"], SHARED["export_dir"]], help="forecast the next horizon with an exported forecaster",
+        description="Read the most recent window of the model's feature columns from a CSV/TSV/Parquet file "
+                    "(oldest row first) and print the next horizon of the target, in original units.")
+    forecast.add_argument("model", help=MODEL_HELP)
+    forecast.add_argument("--input", required=True, metavar="FILE",
+                          help="table with the model's feature columns (see the export's features.json) and, "
+                               "optionally, its time column; at least `window` rows")
+    forecast.set_defaults(func=commands.cmd_forecast)
+
+
+
+def add_generate(sub, commands) -> None:
+    generate = sub.add_parser("generate", parents=[SHARED["json"], SHARED["export_dir"]], help="sample names from an exported name generator",
+                              description="Sample new names, all in one batched call to the model.")
+    generate.add_argument("model", help=MODEL_HELP)
+    generate.add_argument("--prefix", default="", help='names start with this, e.g. "Al"')
+    generate.add_argument("--count", type=int, default=10, help="how many names (default 10)")
+    generate.add_argument("--temperature", type=float, default=1.0,
+                          help="> 0; below 1 gives safer, more typical names, above 1 wilder ones (default 1.0)")
+    generate.add_argument("--category", default="", help="e.g. a country such as italy (see the export's "
+                                                         "generator.json for the known ones)")
+    generate.add_argument("--top-k", type=int, default=0, help="sample only among the k likeliest characters "
+                                                               "(0 = all)")
+    generate.add_argument("--seed", type=int, help="same seed, same names")
+    generate.set_defaults(func=commands.cmd_generate)
+
+
+
+def add_model_and_texts(p: argparse.ArgumentParser, func, answers: str) -> None:
+    """MODEL, texts and --file, and the table options: commands that answer each input text."""
+    p.add_argument("model", help=MODEL_HELP)
+    p.add_argument("texts", nargs="*", help="texts (or --file, or lines on standard input)")
+    p.add_argument("--file", help=FILE_HELP)
+    add_table_args(p, answers)
+    p.set_defaults(func=func)
+
+
+def add_text_commands(sub, commands) -> None:
+    translate = sub.add_parser("translate", parents=[SHARED["json"], SHARED["export_dir"]], help="decode texts with an exported sequence-to-sequence model "
+                                                 "(e.g. spellings to phonemes)",
+                               description="Print each input and its decoded output, tab-separated. Unseen "
+                                           "characters map to the unknown token, an empty input gives an empty "
+                                           "output, inputs over the model's max_source_length are cut.")
+    add_model_and_texts(translate, commands.cmd_translate, answers="the decoded output")
+
+    embed = sub.add_parser("embed", parents=[SHARED["json"], SHARED["export_dir"]], help="sentence embeddings from an exported transformer classifier",
+                           description="Print each text and its embedding (masked mean of the encoder outputs).")
+    add_model_and_texts(embed, commands.cmd_embed, answers="the embedding")
+
+    similar = sub.add_parser("similar", parents=[SHARED["export_dir"]], help="rank sentences by cosine similarity to a query",
+                             description="Embed the query and every sentence with an exported transformer "
+                                         "classifier; print the k closest, best first.")
+    similar.add_argument("model", help=MODEL_HELP)
+    similar.add_argument("--query", required=True, help="the sentence to compare with")
+    similar.add_argument("--file", help="sentences, one per line (default: standard input)")
+    similar.add_argument("-k", type=int, default=10, help="how many to print (default 10)")
+    similar.set_defaults(func=commands.cmd_similar)
+
+
+
+def add_word_commands(sub, commands) -> None:
+    neighbors = sub.add_parser("neighbors", parents=[SHARED["vectors"]], help="nearest words by cosine similarity")
+    neighbors.add_argument("word")
+    neighbors.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    neighbors.set_defaults(func=commands.cmd_neighbors)
+
+    analogy = sub.add_parser("analogy", parents=[SHARED["vectors"]], help="A is to B as ? is to C, e.g. `kpipe analogy king man woman` -> queen",
+                             description="Words closest to A - B + C by cosine similarity.")
+    for name in ("a", "b", "c"):
+        analogy.add_argument(name, metavar=name.upper())
+    analogy.add_argument("-k", type=int, default=5, help="how many (default 5)")
+    analogy.set_defaults(func=commands.cmd_analogy)
+
+    similarity = sub.add_parser("similarity", parents=[SHARED["vectors"]], help="cosine similarity of two words")
+    similarity.add_argument("first")
+    similarity.add_argument("second")
+    similarity.set_defaults(func=commands.cmd_similarity)
+
+
+def add_map(sub, commands) -> None:
+    word_map = sub.add_parser(
+        "map", parents=[SHARED["export_dir"]], help="a labelled 2-D map (PCA, t-SNE) of word vectors or sentence embeddings, as a PNG",
+        description="Project word vectors (packaged GloVe, a vectors file, a word2vec export or a classifier's "
+                    "learned embedding) or sentence embeddings (--texts, through an export with an embed "
+                    "signature) to 2-D and draw them with their labels.",
+        epilog="examples:\n  kpipe map glove:6B.50d --words apple banana car bus football tennis france japan\n"
+               "  kpipe map glove:6B.50d --file words.tsv --method tsne --out map.png   # word<TAB>group lines\n"
+               "  kpipe map word2vec-bible --top 100 --clusters 6 --csv coords.csv\n"
+               "  kpipe map sentiment-transformer --texts \"great crew\" \"lost my bag\" \"thanks!\"",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    word_map.add_argument("source", help="glove:6B.50d, a vectors file, or an export (folder or pipeline name)")
+    word_map.add_argument("--words", nargs="+", help="the words to map")
+    word_map.add_argument("--top", type=int, help="map the first N words of the vocabulary (most frequent first)")
+    word_map.add_argument("--file", help="words to map, one per line (or word<TAB>group lines, which colour them)")
+    word_map.add_argument("--texts", nargs="+", help="sentences to embed and map (SOURCE: an embed export)")
+    word_map.add_argument("--texts-file", help="sentences to embed and map, one per line")
+    word_map.add_argument("--method", choices=["pca", "tsne", "umap"], default="pca",
+                          help="pca (default), tsne, or umap (needs umap-learn)")
+    word_map.add_argument("--groups", help="colour by a label file: word<TAB>group (or word,group) lines")
+    word_map.add_argument("--clusters", type=int, default=0, help="colour by K k-means clusters of the vectors")
+    word_map.add_argument("--out", default="map.png", help="the PNG to write (default map.png)")
+    word_map.add_argument("--csv", help="also write the 2-D coordinates to this CSV (label, x, y, group)")
+    word_map.add_argument("--title", help="the plot title")
+    word_map.add_argument("--seed", type=int, default=0, help="random seed for t-SNE, UMAP and k-means")
+    word_map.set_defaults(func=commands.cmd_map)
+
+
+
+def add_compare(sub, commands) -> None:
+    compare = sub.add_parser("compare", parents=[SHARED["export_dir"]], help="compare runs: headline metrics, training time, differing config "
+                                             "keys, and their validation curves in one PNG",
+                             epilog="examples:\n  kpipe compare sentiment-bilstm            # all its versions\n"
+                                    "  kpipe compare sentiment-bilstm/1 sentiment-glove --out curves.png",
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    compare.add_argument("runs", nargs="+", metavar="RUN",
+                         help="an export folder, or a pipeline name / folder of versions (all its versions)")
+    compare.add_argument("--out", default="compare.png", help="the PNG of validation curves (default compare.png)")
+    compare.set_defaults(func=commands.cmd_compare)

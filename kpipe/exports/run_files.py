@@ -1,0 +1,45 @@
+"""What every export holds beside its SavedModel (model.keras, config.toml, metrics.json, curves, logs),
+and the cleanup of a finished run's resume state."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+
+def finish_run(work_dir: Path, *, chief: bool = True) -> None:
+    """Delete a finished run's resume state (the chief's alone: other workers only read it)."""
+    if chief:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def write_history_csv(history: list[dict], path: Path) -> None:
+    """The per-epoch logs as CSV (an `epoch` column, then every metric), as Keras' CSVLogger writes them."""
+    import csv
+
+    keys = sorted({key for row in history for key in row})
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["epoch", *keys])
+        for epoch, row in enumerate(history):
+            writer.writerow([epoch, *(row.get(key, "") for key in keys)])
+
+
+def copy_run_logs(work_dir: Path, export_dir: Path, history: list[dict]) -> None:
+    """Write a run's per-epoch history and copy its TensorBoard logs from its work folder into its export."""
+    write_history_csv(history, export_dir / "history.csv")
+    if (work_dir / "tensorboard").is_dir():
+        shutil.copytree(work_dir / "tensorboard", export_dir / "tensorboard")
+
+
+def write_run_files(path: Path, *, model, config, metrics: dict, history: list[dict], work_dir: Path) -> None:
+    """What every export holds beside its SavedModel: model.keras, config.toml, metrics.json, the
+    training curves and the run's logs (history.csv, tensorboard/)."""
+    from kpipe.evaluation import reporting
+
+    model.save(path / "model.keras")
+    (path / "config.toml").write_text(config.to_toml(), encoding="utf-8")
+    reporting.write_json(metrics, path / "metrics.json")
+    if history:
+        reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
+    copy_run_logs(work_dir, path, history)

@@ -1,0 +1,51 @@
+"""Writing a SavedModel with named endpoints, and loading one (TensorFlow Text's ops registered first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kpipe import dependencies
+from kpipe.exports import manifest
+
+
+def write_saved_model(path: Path, *, tracked: list, endpoints: dict) -> None:
+    """Write a SavedModel at `path` holding `tracked` objects (models, layers, tf.Modules) and the
+    given endpoints (name → tf.function with an input signature): what plain TF serving loads."""
+    import keras
+
+    archive = keras.export.ExportArchive()
+    for item in tracked:
+        archive.track(item)
+    for name, function in endpoints.items():
+        archive.add_endpoint(name, function)
+    archive.write_out(str(path), verbose=False)
+    manifest.update(path, signatures={name: describe_signature(function) for name, function in endpoints.items()})
+
+
+def describe_signature(function) -> dict:
+    """Input names, dtypes and shapes, and output names, of a tf.function with an input signature."""
+    inputs = {spec.name: {"dtype": spec.dtype.name, "shape": spec.shape.as_list()}
+              for spec in function.input_signature}
+    outputs = function.get_concrete_function().structured_outputs
+    return {"inputs": inputs, "outputs": sorted(outputs) if isinstance(outputs, dict) else []}
+
+
+def load_saved_model(path: Path):
+    """`tf.saved_model.load`, with TensorFlow Text's ops registered first when it is installed:
+    WordPiece tokenizers inside an export use them, and plain TensorFlow does not know them.
+
+    Raises:
+        MissingDependencyError: the export needs tensorflow-text and it is not installed.
+    """
+    import tensorflow as tf
+
+    if dependencies.installed("tensorflow_text"):
+        import tensorflow_text  # noqa: F401  (registers the ops)
+        return tf.saved_model.load(str(path))
+    try:
+        return tf.saved_model.load(str(path))
+    except (tf.errors.NotFoundError, RuntimeError) as error:  # "Op type not registered 'RegexSplitWithOffsets'"
+        if "Op type not registered" not in str(error):
+            raise
+        dependencies.require_tensorflow_text(f"the export {path}")
+        raise
