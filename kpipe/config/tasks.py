@@ -18,8 +18,9 @@ from kpipe.datasets.text_classification import TextClassificationDataConfig
 from kpipe.datasets.time_series import TimeSeriesDataConfig
 from kpipe.errors import ConfigError
 from kpipe.models.configs import (BagOfNgramsConfig, CharGeneratorConfig, CharTransformerConfig,
-                                  EnsembleClassifierConfig, RNNClassifierConfig, RNNForecasterConfig, Seq2SeqConfig,
-                                  TransformerClassifierConfig, Word2VecConfig)
+                                  EnsembleClassifierConfig, PretrainedClassifierConfig, RNNClassifierConfig,
+                                  RNNForecasterConfig, Seq2SeqConfig, TransformerClassifierConfig, Word2VecConfig)
+from kpipe.pretrained.presets import check_preset
 from kpipe.preprocessing.configs import (NamesPreprocessingConfig, PairPreprocessingConfig, SkipGramConfig,
                                          TextPreprocessingConfig, WindowConfig)
 
@@ -53,6 +54,12 @@ def check_classify_config(config: "PipelineConfig") -> None:
     if isinstance(model, EnsembleClassifierConfig):
         model = model.sequence
     if isinstance(model, BagOfNgramsConfig):
+        return
+    if isinstance(model, PretrainedClassifierConfig):
+        check_preset(model.preset)
+        if model.backbone_training == "two_phase" and model.head_epochs >= config.training.epochs:
+            raise ConfigError(f"model.head_epochs={model.head_epochs} leaves no epoch for fine-tuning the encoder "
+                              f"with training.epochs={config.training.epochs}; make head_epochs smaller than epochs")
         return
     if isinstance(model, TransformerClassifierConfig):
         if config.preprocessing.tokenizer != "wordpiece":
@@ -97,7 +104,8 @@ def check_word2vec_config(config: "PipelineConfig") -> None:
 TASKS = {spec.name: spec for spec in (
     TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig,
              {"rnn_classifier": RNNClassifierConfig, "transformer_classifier": TransformerClassifierConfig,
-              "bag_of_ngrams": BagOfNgramsConfig, "ensemble": EnsembleClassifierConfig},
+              "bag_of_ngrams": BagOfNgramsConfig, "ensemble": EnsembleClassifierConfig,
+              "pretrained_classifier": PretrainedClassifierConfig},
              "kpipe.tasks.classify:run_classify", check_classify_config,
              headline=("accuracy", "macro_f1", "baseline.accuracy")),
     TaskSpec("forecast", TimeSeriesDataConfig, WindowConfig, {"rnn_forecaster": RNNForecasterConfig},

@@ -10,7 +10,7 @@ STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu"
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 # Config name -> class in keras.optimizers (kpipe.training.loop looks it up there).
 OPTIMIZER_CLASSES = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "sgd": "SGD"}
-LEARNING_RATE_SCHEDULES = ("constant", "cosine")
+LEARNING_RATE_SCHEDULES = ("constant", "cosine", "linear_warmup")
 # Early-stopping monitor -> the tasks whose epochs log it (a metric computed on the validation split).
 EARLY_STOPPING_MONITORS = {"val_loss": None, "val_accuracy": ("classify",), "val_word_error_rate": ("translate",)}
 
@@ -25,8 +25,13 @@ class TrainingConfig:
         learning_rate: optimizer step size (at the first epoch, with a schedule).
         learning_rate_schedule: "constant", or "cosine": epoch e of E trains at
             learning_rate · (1 + cos(π e / E)) / 2, from the full rate down towards 0 at the last epoch
-            (a function of the epoch alone, so a resumed run trains at the rates it would have).
+            (a function of the epoch alone, so a resumed run trains at the rates it would have); or
+            "linear_warmup", per step, as BERT-style fine-tuning does: from 0 up to learning_rate over the
+            first `warmup_fraction` of the phase's steps, then linearly down to 0 at its last step.
+        warmup_fraction: with "linear_warmup", the share of the steps that warm up.
         optimizer: "adam", "adamw", "rmsprop" or "sgd".
+        weight_decay: "adamw" only: decoupled weight decay, never applied to biases nor to
+            normalization scales and offsets (LayerNorm's gamma and beta).
         clipnorm: clip each gradient to this norm (0 = no clipping).
         early_stopping_patience: stop after this many epochs without a better `early_stopping_monitor`
             and keep the best weights (0 = train all epochs).
@@ -56,7 +61,9 @@ class TrainingConfig:
     batch_size: int = 64
     learning_rate: float = 1e-3
     learning_rate_schedule: str = "constant"
+    warmup_fraction: float = 0.1
     optimizer: str = "adam"
+    weight_decay: float = 0.004
     clipnorm: float = 0.0
     early_stopping_patience: int = 2
     early_stopping_monitor: str = "val_loss"
@@ -72,7 +79,9 @@ class TrainingConfig:
         check_range("batch_size", self.batch_size, low=1)
         check_range("learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
         check_choice("learning_rate_schedule", self.learning_rate_schedule, LEARNING_RATE_SCHEDULES)
+        check_range("warmup_fraction", self.warmup_fraction, low=0.0, high=1.0, high_inclusive=False)
         check_choice("optimizer", self.optimizer, OPTIMIZER_CLASSES)
+        check_range("weight_decay", self.weight_decay, low=0.0)
         check_range("clipnorm", self.clipnorm, low=0.0)
         check_range("early_stopping_patience", self.early_stopping_patience, low=0)
         check_choice("early_stopping_monitor", self.early_stopping_monitor, EARLY_STOPPING_MONITORS)

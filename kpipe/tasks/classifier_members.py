@@ -22,10 +22,15 @@ from kpipe.datasets.text_classification import TextSplits
 from kpipe.vectors.word_vectors import align_to_vocabulary, load_word_vectors
 from kpipe.errors import ConfigError
 from kpipe.models.bag_of_ngrams import BagOfNgramsConfig, build_bag_of_ngrams
+from kpipe.models.configs import PretrainedClassifierConfig
 from kpipe.models.rnn_classifier import build_rnn_classifier
 from kpipe.models.transformer_classifier import (TransformerClassifierConfig, build_masked_lm,
                                                  build_transformer_classifier, encoder_weights)
+from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
+from kpipe.pretrained import classifier as pretrained_classifier
+from kpipe.pretrained import inputs as pretrained_inputs
+from kpipe.pretrained import presets
 from kpipe.preprocessing.ngrams import fit_ngram_features, make_ngram_dataset, nb_log_count_ratios
 from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
                                       make_text_dataset, make_vectorizer, token_lengths)
@@ -50,6 +55,8 @@ class Member:
     # BiLSTM step costs ~75 us of TensorFlow op overhead per direction on a CPU, XLA fuses the loop (see
     # ClassifierServing).
     compiled_length: int = 0
+    # Raw strings -> sentence embeddings (the export's `embed` signature), for families that define one.
+    embed: Callable[[tf.Tensor], tf.Tensor] | None = None
 
     def probabilities(self, texts: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """(n, classes) class probabilities for `texts` (two columns for a binary sigmoid)."""
@@ -63,6 +70,8 @@ def train_member(run: Run, model_config, splits: TextSplits, pre: TextPreprocess
     """Train the classifier `model_config` describes on `splits` (its work state in `subdir`)."""
     if isinstance(model_config, BagOfNgramsConfig):
         return train_bag_of_ngrams(run, model_config, splits, pre, subdir)
+    if isinstance(model_config, PretrainedClassifierConfig):
+        return train_pretrained(run, model_config, splits, pre, subdir)
     return train_sequence_model(run, model_config, splits, pre, subdir)
 
 
@@ -94,6 +103,60 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
                   {"features": features.size, "ngrams": model_config.ngrams, "char_ngrams": model_config.char_ngrams,
                    "weighting": model_config.weighting,
                    "feature_fit_seconds": round(fit_seconds, 2)})
+
+
+# === Pretrained encoders (keras-hub presets, Hugging Face checkpoints) ===
+
+def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits: TextSplits,
+                     pre: TextPreprocessingConfig, subdir: str = "") -> Member:
+    """Fine-tune a pretrained encoder with a classification head; its own tokenizer replaces kpipe's vocabulary.
+
+    The preset is loaded before anything else, so a missing download stops the run in seconds, with
+    nothing written. `preprocessing.sequence_length` caps the tokens per text (special tokens
+    included) and `preprocessing.length_buckets` groups texts of similar length.
+    """
+    preprocessor = presets.load_preprocessor(model_config.preset, pre.sequence_length)
+    started = time.perf_counter()
+    lengths = pretrained_inputs.token_lengths(splits.train.texts, preprocessor)
+    boundaries = quantile_boundaries(lengths, pre.length_buckets, pre.sequence_length)
+    log.info("Pretrained encoder %s: training texts of %d tokens median, %d at the 90th percentile (cut at %d); "
+             "length buckets %s", model_config.preset, np.median(lengths), np.percentile(lengths, 90),
+             pre.sequence_length, boundaries or "none")
+    seed = run.config.training.seed
+    model_config = dataclasses.replace(model_config, num_classes=splits.num_classes)
+
+    def dataset(texts, labels, shuffle=False, buckets=()):
+        return pretrained_inputs.make_pretrained_dataset(texts, labels, preprocessor, batch_size=run.global_batch,
+                                                         shuffle=shuffle, seed=seed, boundaries=buckets)
+
+    def build() -> keras.Model:  # under the run's strategy, so the backbone is loaded inside build
+        return pretrained_classifier.build_pretrained_classifier(
+            model_config, presets.load_backbone(model_config.preset))
+
+    training = run.config.training
+    fine_tune = None
+    if model_config.backbone_training == "two_phase":
+        fine_tune = FineTuneSchedule(model_config.head_epochs, training.learning_rate,
+                                     unfreeze=lambda model: pretrained_classifier.unfreeze_backbone(
+                                         model, model_config.pooling))
+        training = dataclasses.replace(training, learning_rate=model_config.head_learning_rate)
+    model, history = run.train(build, subdir=subdir, loss=_loss(splits), metrics=["accuracy"],
+                               train_data=dataset(splits.train.texts, splits.train.labels, True, boundaries),
+                               validation_data=dataset(splits.validation.texts, splits.validation.labels,
+                                                       buckets=boundaries),
+                               fine_tune=fine_tune, config=training)
+    encoder = pretrained_classifier.embedding_model(model)
+    backbone = pretrained_classifier.backbone_of(model)
+    return Member(model, lambda text: pretrained_inputs.encode(preprocessor, text), dataset, [preprocessor, encoder],
+                  list(preprocessor.tokenizer.get_vocabulary()), history,
+                  {"pretrained": {**presets.describe(model_config.preset), "backbone": type(backbone).__name__,
+                                  "parameters": int(model.count_params()),
+                                  "trainable_parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
+                                  "backbone_training": model_config.backbone_training,
+                                  "pooling": model_config.pooling, "length_buckets": boundaries,
+                                  "token_length_median": float(np.median(lengths)),
+                                  "tokenize_seconds": round(time.perf_counter() - started, 2)}},
+                  embed=lambda text: encoder(pretrained_inputs.encode(preprocessor, text), training=False))
 
 
 # === Sequence models: (Bi)LSTM/GRU and transformer encoders ===

@@ -73,7 +73,11 @@ class ClassifierServing(tf.Module):
                          if m.compiled_length else None for m in members]
         self.encoder = None
         model = members[0].model
-        if len(members) == 1 and any(layer.name == "encoder_output" for layer in model.layers):
+        if len(members) == 1 and members[0].embed is not None:  # the family says how it embeds
+            self.encoder = members[0].embed
+            self.embed = tf.function(lambda text: {"embedding": members[0].embed(text)},
+                                     input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        elif len(members) == 1 and any(layer.name == "encoder_output" for layer in model.layers):
             self.encoder = keras.Model(model.inputs, model.get_layer("encoder_output").output)
             self.pooling = MaskedMeanPooling()
             self.embed = tf.function(self.embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")])

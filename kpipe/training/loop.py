@@ -22,6 +22,7 @@ from kpipe.training import multi_worker
 from kpipe.config.strict import check_choice
 from kpipe.errors import ConfigError
 from kpipe.training.resume import EpochCheckpoint, ResumableEarlyStopping
+from kpipe.training.schedules import LinearWarmupDecay
 from kpipe.config.training import OPTIMIZER_CLASSES, PRECISIONS, STRATEGIES, TrainingConfig  # noqa: F401
 
 log = logging.getLogger(__name__)
@@ -143,9 +144,33 @@ def _outside_strategy(model: keras.Model, build: Callable[[], keras.Model], stra
     return plain
 
 
+# Variables no optimizer should decay: biases, and normalization scales and offsets (matched by name).
+NO_WEIGHT_DECAY = ("bias", "gamma", "beta")
+
+
+def make_optimizer(config: TrainingConfig, learning_rate: float, steps: int) -> keras.optimizers.Optimizer:
+    """The configured optimizer at `learning_rate`, for a phase of `steps` training steps ("linear_warmup"
+    needs them); AdamW decays every weight but biases and normalization parameters."""
+    rate = learning_rate
+    if config.learning_rate_schedule == "linear_warmup":
+        rate = LinearWarmupDecay(learning_rate, warmup_steps=int(config.warmup_fraction * steps),
+                                 total_steps=max(steps, 1))
+    options = {"weight_decay": config.weight_decay} if config.optimizer == "adamw" else {}
+    optimizer = OPTIMIZERS[config.optimizer](learning_rate=rate, clipnorm=config.clipnorm or None, **options)
+    if config.optimizer == "adamw":
+        optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
+    return optimizer
+
+
+def steps_per_epoch(train_data: tf.data.Dataset) -> int:
+    """Batches per epoch: the dataset's cardinality, or counted once when it has none (length buckets)."""
+    batches = int(train_data.cardinality())
+    return batches if batches >= 0 else int(train_data.reduce(0, lambda count, _: count + 1))
+
+
 def _compile(model: keras.Model, config: TrainingConfig, learning_rate: float, loss, metrics,
-             weighted_metrics) -> None:
-    optimizer = OPTIMIZERS[config.optimizer](learning_rate=learning_rate, clipnorm=config.clipnorm or None)
+             weighted_metrics, steps: int = 0) -> None:
+    optimizer = make_optimizer(config, learning_rate, steps)
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics,
                   steps_per_execution=config.steps_per_execution)
 
@@ -233,10 +258,12 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     work_dir.mkdir(parents=True, exist_ok=True)
     if validation_data is not None and not multi_worker.is_multi_worker(strategy):
         validation_data = even_first_batch(validation_data, strategy.num_replicas_in_sync)
+    # A per-step schedule needs the steps of each phase (counted once when the dataset cannot tell).
+    epoch_steps = steps_per_epoch(train_data) if config.learning_rate_schedule == "linear_warmup" else 0
     with _precision(config.precision), strategy.scope():
-        model = build()
-        # mixed_float16: Keras scales the loss
-        _compile(model, config, config.learning_rate, loss, metrics, weighted_metrics)
+        model = build()  # mixed_float16: Keras scales the loss
+        _compile(model, config, config.learning_rate, loss, metrics, weighted_metrics,
+                 steps=epoch_steps * (fine_tune.frozen_epochs if fine_tune else config.epochs))
     gpus = len(tf.config.list_logical_devices("GPU"))
     log.info("Training %s (%s parameters) for up to %d epochs on %s with %s, %d replica(s), global batch %d, %s",
              model.name, f"{model.count_params():,}", config.epochs,
@@ -291,6 +318,7 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     log.info("Phase 2: unfrozen, learning rate %g, up to epoch %d", fine_tune.learning_rate, config.epochs)
     with strategy.scope():
         fine_tune.unfreeze(model)
-        _compile(model, config, fine_tune.learning_rate, loss, metrics, weighted_metrics)
+        _compile(model, config, fine_tune.learning_rate, loss, metrics, weighted_metrics,
+                 steps=epoch_steps * (config.epochs - fine_tune.frozen_epochs))
     history = fit("checkpoints", fine_tune.frozen_epochs, config.epochs, early_stopping=True)
     return _outside_strategy(model, build, strategy, config, prepare=fine_tune.unfreeze), frozen_history + history

@@ -16,10 +16,10 @@ LAYERS = [
     ("kpipe.config.strict", "kpipe.config.training"),
     ("kpipe.datasets",),
     ("kpipe.preprocessing",),
-    ("kpipe.models",),
+    ("kpipe.models", "kpipe.pretrained"),
     ("kpipe.config",),  # the registries: they name the config classes of datasets, preprocessing and models
     ("kpipe.evaluation", "kpipe.forecasting"),
-    ("kpipe.exports", "kpipe.pretrained"),
+    ("kpipe.exports",),
     ("kpipe.training",),
     ("kpipe.vectors",),
     ("kpipe.tasks",),

@@ -1,0 +1,54 @@
+"""Raw strings -> the inputs of a pretrained backbone, and the tf.data pipeline that feeds fine-tuning.
+
+The preset's preprocessor tokenizes, adds the special tokens and pads every text to the configured
+length; each batch is then cut back to its longest text, and training batches group texts of
+similar length (length buckets), so most tweets cost ~40 positions instead of the full length.
+The same `encode` runs in the exported SavedModel, so serving sees exactly the training inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+
+def trim_to_longest(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The backbone inputs (each (batch, length)) cut to the longest text's tokens (right padding), as int32."""
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["padding_mask"], tf.int32), axis=1))
+    return {name: tf.cast(value[:, :longest], tf.int32) for name, value in inputs.items()}
+
+
+def encode(preprocessor, texts: tf.Tensor) -> dict[str, tf.Tensor]:
+    """(batch,) raw strings -> the backbone's inputs, (batch, longest) each, as the backbone's dtypes."""
+    return trim_to_longest(preprocessor(texts))
+
+
+def token_lengths(texts: np.ndarray, preprocessor, batch_size: int = 1024) -> np.ndarray:
+    """Tokens per text, special tokens included, capped at the preprocessor's sequence length."""
+    lengths = [np.sum(np.asarray(preprocessor(tf.constant(list(texts[i:i + batch_size])))["padding_mask"]), axis=1)
+               for i in range(0, len(texts), batch_size)]
+    return np.concatenate(lengths) if lengths else np.zeros(0, int)
+
+
+def make_pretrained_dataset(texts: np.ndarray, labels: np.ndarray, preprocessor, *, batch_size: int,
+                            shuffle: bool = False, seed: int = 0,
+                            boundaries: list[int] | tuple[int, ...] = ()) -> tf.data.Dataset:
+    """A tf.data pipeline of (backbone inputs, label) batches for a pretrained encoder.
+
+    Texts are tokenized once and cached; then (optionally) shuffled with `seed`, batched (by length
+    bucket when `boundaries` is given) and cut to each batch's longest text.
+
+    Returns:
+        Dataset of ({"token_ids", "padding_mask", ...: (batch, time)}, int32 (batch,)), ending in prefetch.
+    """
+    ds = tf.data.Dataset.from_tensor_slices((tf.constant(list(texts), tf.string), tf.constant(labels, tf.int32)))
+    ds = ds.batch(1024).map(lambda t, y: (preprocessor(t), y), num_parallel_calls=tf.data.AUTOTUNE).unbatch().cache()
+    if shuffle:
+        ds = ds.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
+    if boundaries:
+        ds = ds.bucket_by_sequence_length(
+            element_length_func=lambda x, _: tf.reduce_sum(tf.cast(x["padding_mask"], tf.int32)),
+            bucket_boundaries=list(boundaries), bucket_batch_sizes=[batch_size] * (len(boundaries) + 1))
+    else:
+        ds = ds.batch(batch_size)
+    return ds.map(lambda x, y: (trim_to_longest(x), y)).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,112 @@
+"""Which pretrained encoder a config names, and loading it through keras-hub's `from_preset`.
+
+A preset is what keras-hub understands: a built-in preset name (`all_minilm_l6_v2_en`), a
+`kaggle://` or `hf://` handle, or a local folder in keras-hub's preset format or in Hugging Face
+format (config.json, vocab.txt, model.safetensors), which keras-hub converts on load. Names and
+handles download once into a cache folder; on a machine without the download, loading stops with
+one line that says where the cache is and how to point at a local copy instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from kpipe.errors import ConfigError, KpipeError
+
+REMOTE_SCHEMES = ("hf://", "kaggle://", "modelscope://")
+
+
+class PresetUnavailableError(KpipeError):
+    """The preset is not on this machine and cannot be downloaded (or is not a checkpoint keras-hub reads)."""
+
+
+def is_local(preset: str) -> bool:
+    """Whether `preset` names a folder on disk (anything with a path separator, or an existing folder)."""
+    return not preset.startswith(REMOTE_SCHEMES) and ("/" in preset or os.sep in preset or Path(preset).is_dir())
+
+
+def needs_download(preset: str) -> bool:
+    """Whether loading `preset` fetches files from a model hub (the first time)."""
+    return not is_local(preset)
+
+
+def cache_folder(preset: str) -> Path:
+    """Where keras-hub's downloads of `preset` are cached (Hugging Face's hub cache for hf://, else kagglehub's)."""
+    if preset.startswith("hf://"):
+        return Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", "~/.cache/huggingface")) / "hub"
+                    ).expanduser()
+    return Path(os.environ.get("KAGGLEHUB_CACHE", "~/.cache/kagglehub")).expanduser()
+
+
+def check_preset(preset: str) -> None:
+    """A local preset must be a folder holding config.json (both formats have one); checked before TensorFlow loads.
+
+    Raises:
+        ConfigError: one line naming the folder and what it lacks.
+    """
+    if not preset:
+        raise ConfigError('model.preset is empty; name a keras-hub preset (e.g. "all_minilm_l6_v2_en") or a '
+                          "checkpoint folder")
+    if not is_local(preset):
+        return
+    folder = Path(preset).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"model.preset folder {preset} does not exist; pass a keras-hub preset folder or a Hugging "
+                          "Face checkpoint folder (config.json, vocab.txt, model.safetensors)")
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"model.preset folder {preset} has no config.json: not a keras-hub preset nor a Hugging "
+                          "Face checkpoint")
+
+
+def describe(preset: str) -> dict:
+    """What the report says about the preset: its name, and for a local folder its format and architecture."""
+    info = {"preset": preset}
+    if is_local(preset):
+        config = json.loads((Path(preset).expanduser() / "config.json").read_text(encoding="utf-8"))
+        hugging_face = "model_type" in config
+        info["format"] = "hugging face" if hugging_face else "keras-hub"
+        info["architecture"] = config.get("model_type") if hugging_face else config.get("class_name")
+    return info
+
+
+def _unavailable(preset: str, error: Exception) -> PresetUnavailableError:
+    reason = " ".join(str(error).split())[:160]
+    if is_local(preset):
+        return PresetUnavailableError(f"keras-hub could not load the checkpoint in {preset} ({reason}); pass a "
+                                      "keras-hub preset folder or a Hugging Face BERT-family checkpoint folder")
+    return PresetUnavailableError(
+        f"the pretrained model '{preset}' is not downloaded and could not be fetched ({reason}); download it once "
+        f"on a machine with internet (keras-hub caches it in {cache_folder(preset)}), or point at a copy on disk "
+        "with --set model.preset=/path/to/checkpoint")
+
+
+def _from_preset(cls, preset: str, **kwargs):
+    try:
+        return cls.from_preset(preset if not is_local(preset) else str(Path(preset).expanduser()), **kwargs)
+    except (OSError, ValueError, KeyError) as error:  # requests' ConnectionError is an OSError
+        raise _unavailable(preset, error) from None
+
+
+def load_backbone(preset: str):
+    """The preset's keras-hub `Backbone` with its pretrained weights.
+
+    Raises:
+        PresetUnavailableError: not downloaded and no network, or not a checkpoint keras-hub reads.
+    """
+    import keras_hub
+
+    return _from_preset(keras_hub.models.Backbone, preset)
+
+
+def load_preprocessor(preset: str, sequence_length: int):
+    """The preset's `TextClassifierPreprocessor` (its tokenizer, special tokens and packing), cutting or
+    padding every text to `sequence_length` tokens, special tokens included.
+
+    Raises:
+        PresetUnavailableError: as `load_backbone`.
+    """
+    import keras_hub
+
+    return _from_preset(keras_hub.models.TextClassifierPreprocessor, preset, sequence_length=sequence_length)
