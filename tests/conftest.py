@@ -1,33 +1,60 @@
-"""Shared fixtures. Synthetic data lives only here, in tests; no test touches the network."""
+"""Shared fixtures (helpers are in tests/helpers.py). No test touches the network."""
 
+import dataclasses
+import json
 import os
+import shutil
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Parsed word-vector files are cached per user (kpipe.vectors.cache): the tests' copies go to a
 # folder of their own (subprocesses inherit it), not into the developer's ~/.cache.
 os.environ.setdefault("KPIPE_CACHE_DIR", tempfile.mkdtemp(prefix="kpipe-test-cache-"))
 
-import numpy as np
-import pandas as pd
+import filelock
 import pytest
 
-POSITIVE = "good great fine lovely superb wonderful".split()
-NEGATIVE = "bad awful poor terrible boring dreadful".split()
-FILLER = "the a movie film plot actor scene it was and".split()
+from tests.helpers import kpipe, new_user_env, synthetic_reviews
+
+# Small runs that several test files read: trained once per test session, whichever xdist worker asks first.
+SHARED_RUNS = {
+    "sentiment-bilstm": ("--set", "training.epochs=1", "--set", "data.limit=600"),
+    "sentiment-bigrams": ("--set", "data.limit=600", "--set", "training.epochs=1", "--set", "model.max_features=2000"),
+}
 
 
-def synthetic_reviews(n: int, seed: int = 0) -> pd.DataFrame:
-    """Short texts whose label is given by which sentiment words they contain (learnable in 1 epoch)."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for i in range(n):
-        label = i % 2
-        words = list(rng.choice(FILLER, rng.integers(2, 12))) + list(
-            rng.choice(POSITIVE if label else NEGATIVE, rng.integers(1, 4)))
-        rng.shuffle(words)
-        rows.append((" ".join(words), label))
-    return pd.DataFrame(rows, columns=["text", "label"])
+@dataclasses.dataclass(frozen=True)
+class SharedRun:
+    """`kpipe run NAME` done in `folder` (as a new user, without the tests' TF_CPP_MIN_LOG_LEVEL): its
+    exit code and output. Read it only; a test that writes beside it works on `copy_to(folder)`."""
+
+    folder: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def copy_to(self, folder: Path) -> Path:
+        shutil.copytree(self.folder / "saved_models", folder / "saved_models", dirs_exist_ok=True)
+        return folder
+
+
+@pytest.fixture(scope="session")
+def shared_run(tmp_path_factory, worker_id):
+    # Under xdist every worker has its own basetemp inside one session folder: the runs live there.
+    root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+
+    def get(name: str) -> SharedRun:
+        folder, record = root / f"shared-{name}", root / f"shared-{name}.json"
+        with filelock.FileLock(str(root / f"shared-{name}.lock")):
+            if not record.exists():
+                folder.mkdir()
+                run = kpipe("run", name, *SHARED_RUNS[name], cwd=folder, env=new_user_env())
+                record.write_text(json.dumps({"returncode": run.returncode, "stdout": run.stdout,
+                                              "stderr": run.stderr}))
+        return SharedRun(folder, **json.loads(record.read_text()))
+
+    return get
 
 
 @pytest.fixture

@@ -1,4 +1,6 @@
-"""What many test files share: the `kpipe` command in a subprocess, and tiny pretrained checkpoints.
+"""What many test files share, in one place: the `kpipe` command in a subprocess, tiny pretrained
+checkpoints, synthetic data, a real `kpipe serve` and two-worker clusters. Importing it does not load
+TensorFlow (test collection stays fast); the helpers that need it import it when called.
 
 No test touches the network: checkpoints are written here, in keras-hub's preset format and in
 Hugging Face's, from a tiny BERT with random weights.
@@ -6,22 +8,35 @@ Hugging Face's, from a tiny BERT with random weights.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
+import queue
+import re
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 # Any download a subprocess tries goes to a closed port and fails at once, even on a machine with internet.
 OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "1"}
 
 
 def kpipe(*args, cwd, timeout=600, env=None) -> subprocess.CompletedProcess:
-    """Run `python -m kpipe ARGS` in `cwd` as a user would; `env` adds to (or replaces, if full) the environment."""
+    """Run `python -m kpipe ARGS` in `cwd` as a user would, in `env` (default: this process's environment)."""
     return subprocess.run([sys.executable, "-m", "kpipe", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+                          timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+
+
+def new_user_env(env=None) -> dict:
+    """`env` (default: this process's) as a new user has it: without the tests' TF_CPP_MIN_LOG_LEVEL."""
+    return {k: v for k, v in (env or os.environ).items() if k != "TF_CPP_MIN_LOG_LEVEL"}
 
 
 # === Tiny BERT checkpoints ===
@@ -104,3 +119,177 @@ def write_hugging_face_checkpoint(folder: Path, seed: int = 0):
     save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()},
               str(folder / "model.safetensors"))
     return backbone
+
+
+# === Synthetic reviews (learnable in one epoch) ===
+
+POSITIVE = "good great fine lovely superb wonderful".split()
+
+
+NEGATIVE = "bad awful poor terrible boring dreadful".split()
+
+
+FILLER = "the a movie film plot actor scene it was and".split()
+
+
+def synthetic_reviews(n: int, seed: int = 0) -> pd.DataFrame:
+    """Short texts whose label is given by which sentiment words they contain (learnable in 1 epoch)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        label = i % 2
+        words = list(rng.choice(FILLER, rng.integers(2, 12))) + list(
+            rng.choice(POSITIVE if label else NEGATIVE, rng.integers(1, 4)))
+        rng.shuffle(words)
+        rows.append((" ".join(words), label))
+    return pd.DataFrame(rows, columns=["text", "label"])
+
+
+# === An environment without tensorflow-text (as on Windows) ===
+
+def without_tensorflow_text(tmp_path):
+    """The environment of a Python process in which `import tensorflow_text` fails, as on Windows."""
+    import os
+
+    blocker = tmp_path / "blocker"
+    blocker.mkdir(exist_ok=True)
+    (blocker / "sitecustomize.py").write_text('import sys\nsys.modules["tensorflow_text"] = None\n')
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a new user has it
+    return env | {"PYTHONPATH": os.pathsep.join(filter(None, [str(blocker), os.environ.get("PYTHONPATH")]))}
+
+
+# === Translation pairs: spellings reversed ===
+
+SMALL = ["--set", "model.encoder_units=32", "--set", "model.decoder_units=64", "--set", "model.attention_units=32",
+         "--set", "model.embedding_dim=16", "--set", "training.batch_size=64"]
+
+
+def write_reversal_pairs(path, count: int, seed: int) -> None:
+    """Spelling reversed, letter by letter ("abc" → "C B A"): attention must learn to look backwards."""
+    rng = np.random.default_rng(seed)
+    words = ["".join(rng.choice(list("abcdefgh"), rng.integers(2, 7))) for _ in range(count)]
+    pd.DataFrame({"source": words, "target": [" ".join(c.upper() for c in reversed(w)) for w in words]}).to_csv(
+        path, index=False)
+
+
+# === A series with two seasons ===
+
+def two_season_series(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    return 100 + 0.02 * t + 8 * np.sin(2 * np.pi * t / 6) + 5 * np.sin(2 * np.pi * t / 42) + rng.normal(0, 1, n)
+
+
+# === A kill after an epoch ===
+
+def kill_after(epoch: int):
+    """A Keras callback that stands in for a kill: it stops the process after `epoch` is saved."""
+    import keras
+
+    class Crash(keras.callbacks.Callback):
+        def on_epoch_end(self, finished, logs=None):
+            if finished == epoch:
+                raise KeyboardInterrupt
+
+    return Crash()
+
+
+# === Two-worker clusters on 127.0.0.1 ===
+
+def free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def tf_config_env(addresses, index, **extra):
+    cluster = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
+    return {**os.environ, "TF_CONFIG": json.dumps(cluster), "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
+
+
+def start_workers(command, cwd, n=2):
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(n)]
+    return [subprocess.Popen(command, cwd=cwd, env=tf_config_env(addresses, i), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for i in range(n)]
+
+
+def finish(workers, timeout=300):
+    results = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=timeout)
+        results.append((worker.returncode, out, err))
+    return results
+
+
+# === A real `kpipe serve` subprocess and a plain HTTP client ===
+
+class Server:
+    def __init__(self, process: subprocess.Popen, port: int, lines: list[str]):
+        self.process, self.port, self.lines = process, port, lines
+
+    def request(self, method: str, path: str, body: bytes | str | dict | None = None,
+                headers: dict | None = None) -> tuple[int, dict]:
+        """(HTTP status, JSON body) of one request on a fresh connection."""
+        if isinstance(body, dict):
+            body = json.dumps(body)
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.request(method, path, body=body, headers=headers or {})
+            reply = connection.getresponse()
+            return reply.status, json.loads(reply.read())
+        finally:
+            connection.close()
+
+    def post(self, path: str, body) -> tuple[int, dict]:
+        return self.request("POST", path, body)
+
+    def get(self, path: str) -> tuple[int, dict]:
+        return self.request("GET", path)
+
+
+@contextlib.contextmanager
+def served(*args: str, cwd, timeout: float = 180):
+    """`kpipe serve ARGS --port 0` in `cwd`, until its "Listening on" line; stopped on exit."""
+    process = subprocess.Popen([sys.executable, "-m", "kpipe", "serve", *args, "--port", "0"], cwd=cwd,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    found: queue.Queue = queue.Queue()
+
+    def read():
+        for line in process.stdout:
+            lines.append(line)
+            match = re.search(r"^Listening on http://127\.0\.0\.1:(\d+)", line)
+            if match:
+                found.put(int(match.group(1)))
+        found.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        try:
+            port = found.get(timeout=timeout)
+        except queue.Empty:
+            port = None
+        assert port is not None, "the server did not start:\n" + "".join(lines)[-3000:]
+        yield Server(process, port, lines)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_for(condition, timeout: float = 60, every: float = 0.5):
+    """Poll `condition()` until it is truthy; its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)

@@ -3,6 +3,7 @@ embed through the real commands; the export answers as the in-process model does
 on the machine stops before training, with nothing written."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ TINY = ["--set", "data.limit=200", "--set", "preprocessing.sequence_length=24", 
 def trained(tmp_path_factory):
     folder = tmp_path_factory.mktemp("minilm")
     write_hugging_face_checkpoint(folder / "checkpoint")
-    run = kpipe("run", "sentiment-minilm", "--set", "model.preset=checkpoint", *TINY, cwd=folder, env=OFFLINE)
+    run = kpipe("run", "sentiment-minilm", "--set", "model.preset=checkpoint", *TINY, cwd=folder, env={**os.environ, **OFFLINE})
     assert run.returncode == 0, run.stderr[-3000:]
     return folder, run
 
@@ -65,7 +66,7 @@ def test_predict_and_embed_commands_read_the_export(trained):
 
 
 def test_a_preset_that_is_not_downloaded_stops_before_training_and_writes_nothing(tmp_path):
-    run = kpipe("run", "sentiment-minilm", *TINY, cwd=tmp_path, env=OFFLINE, timeout=300)
+    run = kpipe("run", "sentiment-minilm", *TINY, cwd=tmp_path, env={**os.environ, **OFFLINE}, timeout=300)
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
     assert "Traceback" not in run.stderr and lines[-1].startswith("kpipe: error: the pretrained model "

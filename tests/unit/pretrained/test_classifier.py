@@ -3,7 +3,6 @@ inputs cut to each batch's longest text."""
 
 import dataclasses
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -1,0 +1,202 @@
+"""The `kpipe` command: help, and the one-line error (exit 2, nothing written) for each user mistake."""
+
+import concurrent.futures
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kpipe.cli.commands import main
+from tests.helpers import kpipe
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_help_lists_commands_and_examples(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for word in ("list", "show", "run", "predict", "kpipe run sentiment-bilstm --set training.epochs=1"):
+        assert word in out
+
+
+def test_list_and_show(capsys):
+    code, out, _ = run_cli(capsys, "list")
+    assert code == 0 and "sentiment-bilstm" in out and "embedded:tweets-sentiment" in out
+    code, out, _ = run_cli(capsys, "show", "imdb-bilstm", "--data", "reviews.csv", "--set", "training.epochs=2")
+    assert code == 0
+    assert 'source = "file"' in out and 'path = "reviews.csv"' in out and "epochs = 2" in out
+
+
+def make_bad_inputs(tmp_path):
+    (tmp_path / "header_only.csv").write_text("text,label\n")
+    (tmp_path / "one_class.csv").write_text("text,label\n" + "".join(f"text {i},pos\n" for i in range(20)))
+    (tmp_path / "latin1.csv").write_bytes("text,label\ncaf\xe9,1\nok,0\n".encode("latin-1"))
+    (tmp_path / "latin1.txt").write_bytes("fine\ncaf\xe9\n".encode("latin-1"))
+    times = [f"2024-01-{d:02d}" for d in range(1, 31)]
+    (tmp_path / "gappy.csv").write_text("time,y\n" + "".join(
+        f"{t},{'' if i == 7 else i}\n" for i, t in enumerate(times)))
+    (tmp_path / "unsorted.csv").write_text("time,y\n" + "".join(
+        f"{t},{i}\n" for i, t in enumerate(times[:3][::-1] + times[3:])))
+
+
+CASES = {
+    "unknown pipeline": (["run", "no-such-pipeline"], "unknown pipeline 'no-such-pipeline'"),
+    "unknown override": (["run", "sentiment-bilstm", "--set", "training.epohcs=1"],
+                         "unknown key 'training.epohcs' (did you mean 'training.epochs'?)"),
+    "ill-typed override": (["run", "sentiment-bilstm", "--set", "training.epochs=two"],
+                           "training.epochs must be an integer. Received: 'two'"),
+    "misspelt pooling": (["run", "imdb-bilstm", "--set", 'model.pooling="maxx"'],
+                         "`pooling` must be one of 'last', 'max', 'mean', 'max_mean'. Received: pooling='maxx' "
+                         "(did you mean 'max'?)"),
+    "misspelt standardize": (["run", "sentiment-bilstm", "--set", 'preprocessing.standardize="split_punct"'],
+                             "`standardize` must be one of 'lower_and_strip_punctuation', "
+                             "'lower_and_split_punctuation', 'lower', 'none'"),
+    "character n-grams too long": (["run", "sentiment-bigrams", "--set", "model.char_ngrams=9"],
+                                   "`char_ngrams` must be ≥ 0 and ≤ 8. Received: char_ngrams=9"),
+    "malformed override": (["run", "sentiment-bilstm", "--set", "training.epochs"], "--set expects KEY=VALUE"),
+    "missing data file": (["run", "imdb-bilstm", "--data", "missing.csv"], "data file not found: missing.csv"),
+    "empty dataset": (["run", "imdb-bilstm", "--data", "header_only.csv"], "has no examples"),
+    "one class": (["run", "imdb-bilstm", "--data", "one_class.csv"], "has a single class ('pos')"),
+    "non-UTF-8 text": (["run", "imdb-bilstm", "--data", "latin1.csv"], "latin1.csv is not valid utf-8"),
+    "vectors of the wrong size": (["run", "sentiment-glove", "--set", "model.embedding_dim=64"],
+                                  "has 50-dimensional vectors but the config asks for embedding_dim=64"),
+    "two-phase without frozen epochs left": (
+        ["run", "sentiment-glove", "--set", 'model.embedding_training="two_phase"', "--set", "training.epochs=2"],
+        "model.frozen_epochs=2 leaves no epoch for fine-tuning with training.epochs=2"),
+    "two-phase without vectors": (["run", "sentiment-bilstm", "--set", 'model.embedding_training="two_phase"',
+                                   "--set", 'model.pretrained_embeddings=""'], "model.pretrained_embeddings is empty"),
+    "series with a gap and no fill rule": (
+        ["run", "weather-ar", "--data", "gappy.csv", "--set", 'data.time_column="time"', "--set",
+         'data.target_column="y"', "--set", "data.covariates=[]"],
+        "1 missing value(s) (y: 1; first in 'y' at row 8); set data.fill"),
+    "series out of time order": (
+        ["run", "weather-ar", "--data", "unsorted.csv", "--set", 'data.time_column="time"', "--set",
+         'data.target_column="y"', "--set", "data.covariates=[]"],
+        "timestamps out of order at row 2"),
+    "translate ensemble of no models": (["run", "g2p-attention", "--set", "model.ensemble_members=0"],
+                                        "`ensemble_members` must be ≥ 1. Received: ensemble_members=0"),
+    "forecast window too short for the linear path": (
+        ["run", "electricity-seasonal-ar", "--set", "model.linear_steps=400"],
+        "model.linear_steps=400 is longer than preprocessing.window=384"),
+    "MSTL baseline on a window shorter than two seasons": (
+        ["run", "electricity-mstl", "--set", "preprocessing.window=500"],
+        "model.add_baseline='mstl' needs a window of two seasons; got preprocessing.window=500"),
+    "recurrent correction switched off with nothing to fall back on": (
+        ["run", "electricity-seasonal-ar", "--set", 'model.add_baseline="none"', "--set", "model.linear_steps=0",
+         "--set", 'model.recurrent_correction="if_better"'],
+        "model.recurrent_correction='if_better' needs something to fall back on"),
+    "non-UTF-8 corpus": (["run", "word2vec-bible", "--data", "latin1.txt"],
+                         "latin1.txt is not valid utf-8 (line 2); re-save it as UTF-8 or set data.encoding"),
+    "non-UTF-8 names file": (["run", "names-char", "--data", "latin1.txt"], "latin1.txt is not valid utf-8 (line 2)"),
+    "neighbors with k 0": (["neighbors", "frog", "-k", "0"], "k must be ≥ 1. Received: k=0"),
+    "predict missing model": (["predict", "saved_models/nope/1", "hello"], "no exported model at 'saved_models/nope/1'"),
+    "predict non-UTF-8 file": (["predict", "m", "--file", "latin1.txt"], "latin1.txt is not valid UTF-8 (line 2"),
+}
+
+
+CASES.update({
+    "predict given a forecaster": (["predict", "forecaster", "hello"],
+                                   "forecaster is a forecast export (pipeline electricity-seasonal-ar), but `kpipe predict` "
+                                   "needs a classify export; for this one use: kpipe forecast forecaster --input"),
+    "forecast given a classifier": (["forecast", "classifier", "--input", "x.csv"],
+                                    "for this one use: kpipe predict classifier"),
+    "embed given a BiLSTM classifier": (["embed", "classifier", "hello"],
+                                        "has no `embed` signature, which `kpipe embed` needs"),
+    "translate given a folder that is not an export": (["translate", "not-kpipe", "hello"],
+                                                       "not-kpipe has no kpipe.json: not a kpipe export"),
+})
+
+
+def fake_export(folder, **manifest):
+    """A version folder as far as the commands' checks go: a SavedModel file and a manifest."""
+    folder.mkdir()
+    (folder / "saved_model.pb").write_bytes(b"")
+    if manifest:
+        (folder / "kpipe.json").write_text(json.dumps(manifest))
+
+
+# Caught while the config, the data source's path or the export's manifest is read, before TensorFlow loads:
+# these run in-process (`main([...])`), and one fresh process runs them all to show TensorFlow stays unloaded.
+BEFORE_TENSORFLOW = [
+    "unknown pipeline", "unknown override", "ill-typed override", "misspelt pooling", "misspelt standardize",
+    "character n-grams too long", "malformed override", "two-phase without frozen epochs left",
+    "two-phase without vectors", "translate ensemble of no models", "forecast window too short for the linear path",
+    "MSTL baseline on a window shorter than two seasons",
+    "recurrent correction switched off with nothing to fall back on", "predict missing model",
+    "predict non-UTF-8 file", "predict given a forecaster", "forecast given a classifier",
+    "embed given a BiLSTM classifier", "translate given a folder that is not an export",
+]
+AFTER_TENSORFLOW = [case for case in CASES if case not in BEFORE_TENSORFLOW]
+
+
+def prepare(folder):
+    make_bad_inputs(folder)
+    fake_export(folder / "m", task="classify", pipeline="sentiment-bilstm", signatures={"serve": {}})
+    fake_export(folder / "classifier", task="classify", pipeline="sentiment-bilstm", family="rnn_classifier",
+                signatures={"serve": {}})
+    fake_export(folder / "forecaster", task="forecast", pipeline="electricity-seasonal-ar", signatures={"serve": {}})
+    fake_export(folder / "not-kpipe")
+    return sorted(str(p) for p in folder.rglob("*"))
+
+
+def check_one_line(case, code, err, before, after):
+    assert code == 2, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("kpipe: error: ") and CASES[case][1] in last, err[-2000:]
+    assert "Traceback" not in err
+    assert after == before  # nothing written
+
+
+@pytest.mark.parametrize("case", BEFORE_TENSORFLOW)
+def test_config_and_export_mistakes_get_one_line_exit_2_and_nothing_written(case, tmp_path, monkeypatch, capsys):
+    before = prepare(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code = main(CASES[case][0])
+    check_one_line(case, code, capsys.readouterr().err, before, sorted(str(p) for p in tmp_path.rglob("*")))
+
+
+def test_those_mistakes_are_reported_before_tensorflow_loads(tmp_path):
+    prepare(tmp_path)
+    code = ("import json, sys\nfrom kpipe.cli.commands import main\n"
+            "codes = [main(argv) for argv in json.loads(sys.argv[1])]\n"
+            "print(json.dumps({'codes': codes, 'tensorflow': 'tensorflow' in sys.modules}))\n")
+    run = subprocess.run([sys.executable, "-c", code, json.dumps([CASES[c][0] for c in BEFORE_TENSORFLOW])],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result == {"codes": [2] * len(BEFORE_TENSORFLOW), "tensorflow": False}, run.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def mistakes(tmp_path_factory):
+    """The data mistakes (found once TensorFlow has loaded) through the real command, each in its own
+    folder, four processes at a time."""
+    folders = {case: tmp_path_factory.mktemp("case") for case in AFTER_TENSORFLOW}  # here: mktemp is not thread-safe
+
+    def run_case(case):
+        before = prepare(folders[case])
+        result = kpipe(*CASES[case][0], cwd=folders[case])
+        return result, before, sorted(str(p) for p in folders[case].rglob("*"))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(AFTER_TENSORFLOW, pool.map(run_case, AFTER_TENSORFLOW)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", AFTER_TENSORFLOW)
+def test_data_mistakes_get_one_line_exit_2_and_nothing_written(case, mistakes):
+    result, before, after = mistakes[case]
+    check_one_line(case, result.returncode, result.stderr, before, after)
+
+
+def test_debug_flag_shows_the_traceback(capsys):
+    from kpipe.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        main(["--debug", "run", "no-such-pipeline"])

@@ -1,0 +1,57 @@
+"""What a new user sees: no TensorFlow C++ log lines on a normal run, and `kpipe info`."""
+
+import json
+import re
+
+import pytest
+
+from tests import helpers
+from tests.helpers import new_user_env, without_tensorflow_text
+
+CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} ", re.MULTILINE)
+
+
+def kpipe(*args, cwd, env=None):
+    return helpers.kpipe(*args, cwd=cwd, env=new_user_env(env))
+
+
+@pytest.mark.slow
+def test_a_cpu_run_prints_no_tensorflow_cpp_log_lines(shared_run):
+    # The BiLSTM with masking is what made TensorFlow log "oneDNN supports DT_BOOL only ..." at the
+    # first epoch; importing it logged "failed call to cuInit" on a machine without a GPU. The shared
+    # run is made as a new user, without the tests' TF_CPP_MIN_LOG_LEVEL.
+    run = shared_run("sentiment-bilstm")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert CPP_LOG_LINE.findall(run.stdout + run.stderr) == [], run.stderr[-3000:]
+    assert "Training rnn_classifier" in run.stderr  # kpipe's own log lines are still there
+
+
+def test_debug_shows_tensorflows_own_lines_and_info_describes_the_setup(tmp_path):
+    debug = kpipe("--debug", "info", cwd=tmp_path)
+    assert debug.returncode == 0 and CPP_LOG_LINE.search(debug.stderr), debug.stderr[-2000:]
+    quiet = kpipe("info", "--json", cwd=tmp_path)
+    assert quiet.returncode == 0 and not CPP_LOG_LINE.search(quiet.stderr), quiet.stderr[-2000:]
+    info = json.loads(quiet.stdout)
+    import tensorflow as tf
+
+    from kpipe.config.pipelines import registry
+
+    assert info["versions"]["tensorflow"] == tf.__version__ and info["versions"]["kpipe"]
+    assert info["devices"]["auto_strategy"] == ("default" if not tf.config.list_physical_devices("GPU") else
+                                                info["devices"]["auto_strategy"])
+    assert set(info["pipelines"]) == set(registry())
+    assert info["pipelines"]["sentiment-transformer"] == {
+        "task": "classify", "data": "embedded:tweets-sentiment", "missing": [], "runs_offline": True}
+    assert info["data_packages"]["taylor"]["installed"] is True
+
+
+def test_info_names_what_is_missing(tmp_path):
+    info = json.loads(kpipe("info", "--json", cwd=tmp_path, env=without_tensorflow_text(tmp_path)).stdout)
+    assert info["versions"]["tensorflow-text"]  # installed, but blocked from import: find_spec says no
+    assert info["pipelines"]["sentiment-transformer"]["missing"] == ["tensorflow_text"]
+    assert info["pipelines"]["sentiment-transformer"]["runs_offline"] is False
+    assert info["pipelines"]["sentiment-bilstm"]["runs_offline"] is True
+    text = kpipe("info", cwd=tmp_path, env=without_tensorflow_text(tmp_path)).stdout
+    assert re.search(r"sentiment-transformer\s+classify\s+embedded:tweets-sentiment\s+needs tensorflow_text", text)
+    listed = kpipe("list", cwd=tmp_path, env=without_tensorflow_text(tmp_path))  # configs stay valid without it
+    assert listed.returncode == 0 and "sentiment-transformer" in listed.stdout

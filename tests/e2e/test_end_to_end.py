@@ -1,0 +1,122 @@
+"""The README's main job on a small slice, the export reloaded without kpipe, and resume after kill -9."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kpipe.tasks.classify import predict_texts
+from tests.helpers import kpipe
+
+pytestmark = pytest.mark.slow
+
+
+def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path, shared_run):
+    run = shared_run("sentiment-bilstm")  # kpipe run sentiment-bilstm --set training.epochs=1 --set data.limit=600
+    assert run.returncode == 0, run.stderr[-3000:]
+    run.copy_to(tmp_path)  # a second run below publishes beside it
+    assert "Exported to saved_models/sentiment-bilstm/1" in run.stdout
+    assert "tfidf + logistic regression" in run.stdout  # the baseline beside the model
+    export = tmp_path / "saved_models" / "sentiment-bilstm" / "1"
+    for name in ("saved_model.pb", "model.keras", "config.toml", "labels.txt", "vocabulary.txt", "metrics.json",
+                 "training_curves.png", "history.csv", "tensorboard"):
+        assert (export / name).exists(), name
+    assert not (tmp_path / "saved_models" / "sentiment-bilstm" / ".work").exists() or not any(
+        (tmp_path / "saved_models" / "sentiment-bilstm" / ".work").iterdir())
+    metrics = json.loads((export / "metrics.json").read_text())
+    manifest = json.loads((export / "kpipe.json").read_text())
+    assert (manifest["task"], manifest["family"], manifest["pipeline"]) == ("classify", "rnn_classifier",
+                                                                            "sentiment-bilstm")
+    assert manifest["signatures"]["serve"] == {"inputs": {"text": {"dtype": "string", "shape": [None]}},
+                                               "outputs": ["label", "label_id", "probabilities"]}
+    assert len(manifest["data_fingerprint"]) == 16 and manifest["kpipe_version"]
+    baseline = metrics["baseline"]
+    assert baseline["name"] == "tfidf_logistic_regression" and 0.3 < baseline["accuracy"] <= 1
+    from kpipe.evaluation.tfidf_baseline import C_GRID
+
+    assert baseline["C"] in C_GRID and set(baseline["validation_accuracy_by_C"]) == {str(c) for c in C_GRID}
+    cached = json.loads(next((tmp_path / "saved_models" / "sentiment-bilstm" / ".cache").glob("vocabulary-*.json"))
+                        .read_text(encoding="utf-8"))  # kept for the next run on the same data
+    assert cached == (export / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
+
+    # Plain TensorFlow, no kpipe: raw strings in, probabilities and label names out.
+    loaded = tf.saved_model.load(str(export))
+    texts = ["@united thank you so much, great crew!", "worst delay ever, lost my bag", ""]
+    out = loaded.signatures["serving_default"](text=tf.constant(texts))
+    probabilities = out["probabilities"].numpy()
+    assert probabilities.shape == (3, 3)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    labels = [label.decode() for label in out["label"].numpy()]
+    assert set(labels) <= {"negative", "neutral", "positive"}
+    assert labels == [["negative", "neutral", "positive"][i] for i in probabilities.argmax(axis=1)]
+
+    # The Python API and the CLI agree with the SavedModel.
+    predictions = predict_texts(export, texts)
+    assert [p.label for p in predictions] == labels
+    cli = kpipe("predict", "sentiment-bilstm", texts[0], cwd=tmp_path)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    label, probability, text = cli.stdout.strip().split("\t")
+    assert (label, text) == (labels[0], texts[0])
+    assert abs(float(probability) - probabilities[0].max()) < 1e-3
+
+    # A second run gets version 2 and leaves version 1 untouched.
+    before = (export / "saved_model.pb").read_bytes()
+    again = kpipe("run", "sentiment-bilstm", "--set", "training.epochs=1", "--set", "data.limit=300", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (tmp_path / "saved_models" / "sentiment-bilstm" / "2" / "saved_model.pb").exists()
+    assert (export / "saved_model.pb").read_bytes() == before
+
+
+def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path):
+    import keras
+
+    from kpipe.vectors.word_vectors import load_word_vectors
+    from tests.helpers import NEGATIVE, POSITIVE, synthetic_reviews
+
+    synthetic_reviews(400).to_csv(tmp_path / "reviews.csv", index=False)
+    rng = np.random.default_rng(0)
+    words = POSITIVE + NEGATIVE + ["the", "movie"]
+    (tmp_path / "vectors.txt").write_text(
+        "".join(f"{w} {' '.join(f'{x:.4f}' for x in rng.normal(size=4))}\n" for w in words))
+    run = kpipe("run", "imdb-bilstm", "--data", "reviews.csv", "--set", "training.epochs=1",
+                "--set", 'model.pretrained_embeddings="vectors.txt"', "--set", 'model.embedding_training="frozen"',
+                "--set", "model.embedding_dim=4", "--set", "model.units=[8]", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    export = tmp_path / "saved_models" / "imdb-bilstm" / "1"
+    metrics = json.loads((export / "metrics.json").read_text())
+    vocabulary = (export / "vocabulary.txt").read_text().split("\n")[:-1]
+    expected_hits = sum(w in words for w in vocabulary[2:])
+    assert metrics["embedding_coverage"]["hits"] == expected_hits > 10
+    table = keras.saving.load_model(export / "model.keras").get_layer("embedding").embeddings.numpy()
+    vectors = load_word_vectors(str(tmp_path / "vectors.txt"))
+    for word in words:
+        np.testing.assert_allclose(table[vocabulary.index(word)], vectors.vector(word), atol=1e-6)
+
+
+def test_imdb_glove_two_phase_schedule_runs_end_to_end(tmp_path):
+    import keras
+
+    from kpipe.vectors.word_vectors import load_word_vectors
+    from tests.helpers import NEGATIVE, POSITIVE, synthetic_reviews
+
+    synthetic_reviews(400).to_csv(tmp_path / "reviews.csv", index=False)
+    rng = np.random.default_rng(1)
+    words = POSITIVE + NEGATIVE
+    (tmp_path / "vectors.txt").write_text(
+        "".join(f"{w} {' '.join(f'{x:.4f}' for x in rng.normal(size=4))}\n" for w in words))
+    run = kpipe("run", "imdb-glove", "--data", "reviews.csv", "--set", "training.epochs=2",
+                "--set", 'model.embedding_training="two_phase"', "--set", "model.frozen_epochs=1", "--set", "model.fine_tune_learning_rate=0.01",
+                "--set", 'model.pretrained_embeddings="vectors.txt"', "--set", "model.embedding_dim=4",
+                "--set", "model.units=[8]", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Phase 1: 1 epoch(s) with the pretrained layers frozen" in run.stderr
+    assert "Phase 2: unfrozen, learning rate 0.01" in run.stderr
+    export = tmp_path / "saved_models" / "imdb-glove" / "1"
+    metrics = json.loads((export / "metrics.json").read_text())
+    assert metrics["epochs_trained"] == 2
+    vocabulary = (export / "vocabulary.txt").read_text().split("\n")[:-1]
+    table = keras.saving.load_model(export / "model.keras").get_layer("embedding").embeddings.numpy()
+    vectors = load_word_vectors(str(tmp_path / "vectors.txt"))
+    moved = [not np.allclose(table[vocabulary.index(w)], vectors.vector(w), atol=1e-4) for w in words]
+    assert all(moved)  # fine-tuned in phase 2

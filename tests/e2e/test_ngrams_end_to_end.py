@@ -1,0 +1,79 @@
+"""Bag-of-n-grams and ensemble classifiers end to end on small slices: export on raw strings, the
+baseline beside the model, the ensemble's weighted average."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kpipe.tasks.classifier_members import Member
+from kpipe.tasks.classify import ClassifierServing
+from tests.helpers import kpipe, synthetic_reviews
+
+
+@pytest.mark.slow
+def test_sentiment_bigrams_exports_a_model_on_raw_strings_with_the_baseline_beside_it(tmp_path):
+    run = kpipe("run", "sentiment-bigrams", "--set", "data.limit=800", "--set", "training.epochs=2",
+                "--set", "model.max_features=3000", "--set", 'model.weighting="tfidf"', "--set", "model.hidden_units=8",
+                cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "tfidf + logistic regression" in run.stdout
+    export = tmp_path / "saved_models" / "sentiment-bigrams" / "1"
+    metrics = json.loads((export / "metrics.json").read_text())
+    assert metrics["weighting"] == "tfidf" and "accuracy" in metrics["baseline"]
+    # The pipeline adds character 1-5 grams to the word n-grams: one line per feature in the vocabulary file,
+    # line breaks inside character n-grams escaped (the tweets have "\r\r").
+    assert metrics["char_ngrams"] == 5
+    names = (export / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(names) == metrics["features"] and 3000 < metrics["features"] <= 3000 + 200000
+    assert "char:\\r" in names and "char::)" in names
+    assert json.loads((export / "kpipe.json").read_text())["family"] == "bag_of_ngrams"
+
+    loaded = tf.saved_model.load(str(export))  # plain TensorFlow: strings in
+    out = loaded.serve(tf.constant(["@united thanks, great crew!", "lost my bag again", ""]))
+    probabilities = out["probabilities"].numpy()
+    assert probabilities.shape == (3, 3)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    predicted = kpipe("predict", str(export), "great crew", cwd=tmp_path)
+    assert predicted.returncode == 0 and predicted.stdout.split("\t")[0] in {"negative", "neutral", "positive"}
+
+
+@pytest.mark.slow
+def test_imdb_ensemble_trains_both_members_and_exports_one_model(tmp_path):
+    synthetic_reviews(800).to_csv(tmp_path / "reviews.csv", index=False)
+    run = kpipe("run", "imdb-ensemble", "--data", "reviews.csv", "--set", "training.epochs=1",
+                "--set", "model.sequence.units=[8]", "--set", "model.sequence.embedding_dim=8",
+                "--set", "model.ngrams.max_features=2000", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    export = tmp_path / "saved_models" / "imdb-ensemble" / "1"
+    metrics = json.loads((export / "metrics.json").read_text())
+    ensemble = metrics["ensemble"]
+    assert 0.0 <= ensemble["ngram_weight"] <= 1.0 and ensemble["chosen_on_validation"]
+    assert set(ensemble["validation_accuracy"]) == {"ngrams", "sequence", "ensemble"}
+    assert ensemble["validation_accuracy"]["ensemble"] >= max(ensemble["validation_accuracy"]["ngrams"],
+                                                              ensemble["validation_accuracy"]["sequence"])
+    assert metrics["epochs_trained"] == 2  # one epoch of each member
+    assert (export / "ngrams_model.keras").is_file() and (export / "ngrams_vocabulary.txt").is_file()
+    loaded = tf.saved_model.load(str(export))  # kept referenced: its functions hold its variables weakly
+    out = loaded.serve(tf.constant(["a wonderful film", "dull and awful"]))
+    np.testing.assert_allclose(out["probabilities"].numpy().sum(axis=1), 1.0, rtol=1e-5)
+
+
+def constant_member(probability):
+    """A binary member whose model ignores its input and answers `probability` for every text."""
+    inputs = keras.Input(shape=(1,))
+    outputs = keras.layers.Dense(1, activation="sigmoid", kernel_initializer="zeros",
+                                 bias_initializer=keras.initializers.Constant(np.log(probability / (1 - probability))))(inputs)
+    model = keras.Model(inputs, outputs)
+    return Member(model, lambda text: tf.ones([tf.shape(text)[0], 1]), None, [], [], [], {})
+
+
+def test_ensemble_serving_is_the_weighted_average_of_its_members():
+    serving = ClassifierServing([constant_member(0.9), constant_member(0.2)], [0.25, 0.75], ["neg", "pos"])
+    out = serving.serve(tf.constant(["a", "b"]))
+    expected_positive = 0.25 * 0.9 + 0.75 * 0.2
+    np.testing.assert_allclose(out["probabilities"].numpy(), [[1 - expected_positive, expected_positive]] * 2,
+                               rtol=1e-5)
+    assert [label.decode() for label in out["label"].numpy()] == ["neg", "neg"]

@@ -1,0 +1,223 @@
+"""`kpipe serve`: real HTTP requests to a real server process on 127.0.0.1, answers checked against the
+SavedModel loaded with plain TensorFlow; TF Serving's request formats, bad requests, micro-batching,
+a new version published while serving, and start-up failures. The other tasks' exports are served
+in their own end-to-end files (translate, generate, forecast, word2vec, transformer embed)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.helpers import kpipe, served, wait_for
+
+pytestmark = pytest.mark.slow
+
+TEXTS = ["@united thank you so much, great crew!", "worst delay ever, lost my bag", "", "ok flight I guess"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, shared_run):
+    run = shared_run("sentiment-bilstm")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.copy_to(tmp_path_factory.mktemp("serve"))  # the tests publish versions beside it
+
+
+@pytest.fixture(scope="module")
+def server(trained):
+    with served("sentiment-bilstm", "--max-request-mb", "1", "--batch-timeout-ms", "20", "--poll-seconds", "0.5",
+                cwd=trained) as running:
+        yield running
+
+
+def reference(export, texts):
+    """The export's answers from plain TensorFlow, one call."""
+    out = tf.saved_model.load(str(export)).signatures["serving_default"](text=tf.constant(texts))
+    return [label.decode() for label in out["label"].numpy()], out["probabilities"].numpy()
+
+
+def test_row_and_columnar_formats_answer_as_the_savedmodel_does(trained, server):
+    labels, probabilities = reference(trained / "saved_models" / "sentiment-bilstm" / "1", TEXTS)
+
+    status, body = server.post("/v1/models/sentiment-bilstm:predict", {"instances": TEXTS})
+    assert status == 200, body
+    assert [row["label"] for row in body["predictions"]] == labels
+    np.testing.assert_allclose([row["probabilities"] for row in body["predictions"]], probabilities, atol=1e-5)
+    assert [row["label_id"] for row in body["predictions"]] == list(probabilities.argmax(axis=1))
+
+    status, body = server.post("/v1/models/sentiment-bilstm/versions/1:predict",
+                               {"signature_name": "serving_default", "inputs": {"text": TEXTS}})
+    assert status == 200, body
+    assert body["outputs"]["label"] == labels
+    np.testing.assert_allclose(body["outputs"]["probabilities"], probabilities, atol=1e-5)
+
+    status, body = server.post("/v1/models/sentiment-bilstm:predict", {"instances": [{"text": TEXTS[0]}]})
+    assert (status, body["predictions"][0]["label"]) == (200, labels[0])  # rows may name their input
+    status, body = server.post("/v1/models/sentiment-bilstm:predict",
+                               {"inputs": [{"b64": "Z3JlYXQgY3JldyE="}]})  # bytes of "great crew!" as base64
+    assert status == 200 and body["outputs"]["label"] == reference(
+        trained / "saved_models" / "sentiment-bilstm" / "1", ["great crew!"])[0]
+
+
+def test_status_metadata_and_listing(server):
+    status, body = server.get("/v1/models/sentiment-bilstm")
+    assert (status, body) == (200, {"model_version_status": [
+        {"version": "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}]})
+    status, body = server.get("/v1/models/sentiment-bilstm/versions/1/metadata")
+    assert status == 200 and body["model_spec"] == {"name": "sentiment-bilstm", "signature_name": "",
+                                                    "version": "1"}
+    default = body["metadata"]["signature_def"]["signature_def"]["serving_default"]
+    assert default["inputs"]["text"]["dtype"] == "DT_STRING"
+    assert default["inputs"]["text"]["tensor_shape"]["dim"] == [{"size": "-1", "name": ""}]
+    assert default["outputs"]["probabilities"]["tensor_shape"]["dim"] == [{"size": "-1", "name": ""},
+                                                                          {"size": "3", "name": ""}]
+    assert {default["outputs"][k]["dtype"] for k in ("label", "label_id", "probabilities")} == {
+        "DT_STRING", "DT_INT64", "DT_FLOAT"}
+    status, body = server.get("/v1/models")
+    [model] = body["models"]
+    assert (model["name"], model["task"], model["pipeline"]) == ("sentiment-bilstm", "classify", "sentiment-bilstm")
+
+
+BAD_REQUESTS = {
+    "malformed JSON": ('{"instances": ["a"', 400, "not valid JSON"),
+    "not UTF-8": (b'{"instances": ["caf\xe9"]}', 400, "not valid UTF-8"),
+    "not an object": ('["a"]', 400, "must be a JSON object"),
+    "neither format": ({"texts": ["a"]}, 400, "unknown request field 'texts'"),
+    "both formats": ({"instances": ["a"], "inputs": ["a"]}, 400, "exactly one of"),
+    "wrong input name": ({"inputs": {"txt": ["a"]}}, 400, "unknown input 'txt'; this signature takes text: "
+                                                          "string[None]"),
+    "wrong type": ({"instances": [1, 2]}, 400, "input 'text' must hold strings"),
+    "wrong shape": ({"instances": [["a", "b"]]}, 400, "input 'text' has shape [1, 2]"),
+    "empty instances": ({"instances": []}, 400, "non-empty list"),
+    "bad base64": ({"inputs": [{"b64": "%%%"}]}, 400, "not valid base64"),
+    "unknown signature": ({"signature_name": "nope", "instances": ["a"]}, 400, "no signature 'nope'; it has: "
+                                                                               "serve, serving_default"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_REQUESTS)
+def test_bad_requests_get_a_json_400_and_the_server_keeps_serving(server, case):
+    body, expected_status, message = BAD_REQUESTS[case]
+    status, reply = server.post("/v1/models/sentiment-bilstm:predict", body)
+    assert status == expected_status and message in reply["error"], reply
+    status, reply = server.post("/v1/models/sentiment-bilstm:predict", {"instances": ["still there?"]})
+    assert status == 200 and len(reply["predictions"]) == 1
+
+
+@pytest.mark.parametrize("method, path, expected_status, message", [
+    ("POST", "/v1/models/nope:predict", 404, "no model named 'nope' is served here (served: sentiment-bilstm)"),
+    ("POST", "/v1/models/sentiment-bilstm/versions/9:predict", 404, "version 9 of model 'sentiment-bilstm' is not"),
+    ("GET", "/v1/models/..%2F..%2Fsaved_models%2Fsentiment-bilstm/metadata", 404, "unknown path"),
+    ("GET", "/v1/models/%2E%2E/metadata", 404, "no model named '..'"),
+    ("GET", "/etc/passwd", 404, "Not Found"),
+    ("GET", "/v1/models/sentiment-bilstm:predict", 405, "needs POST"),
+])
+def test_unknown_models_versions_and_paths_are_404(server, method, path, expected_status, message):
+    status, reply = server.request(method, path, {"instances": ["a"]} if method == "POST" else None)
+    assert status == expected_status and message in reply["error"], reply
+
+
+def test_a_body_over_the_limit_is_413(server):
+    big = {"instances": ["word " * 250_000]}  # 1.25 MB of text, over --max-request-mb 1
+    status, reply = server.post("/v1/models/sentiment-bilstm:predict", big)
+    assert status == 413 and "over the limit of 1048576 bytes" in reply["error"], reply
+    status, _ = server.post("/v1/models/sentiment-bilstm:predict", {"instances": ["word " * 1000]})
+    assert status == 200
+
+
+def concurrent_answers(server, texts, clients=16):
+    with ThreadPoolExecutor(clients) as pool:
+        return list(pool.map(lambda t: server.post("/v1/models/sentiment-bilstm:predict", {"instances": [t]}),
+                             texts))
+
+
+def test_concurrent_requests_share_model_calls_and_each_gets_its_own_answer(trained, server):
+    texts = [f"{TEXTS[i % 4]} {i}" for i in range(64)]
+    labels, probabilities = reference(trained / "saved_models" / "sentiment-bilstm" / "1", texts)
+    before = server.get("/v1/models")[1]["models"][0]
+    answers = concurrent_answers(server, texts)
+    after = server.get("/v1/models")[1]["models"][0]
+    assert all(status == 200 for status, _ in answers)
+    assert [body["predictions"][0]["label"] for _, body in answers] == labels
+    np.testing.assert_allclose([body["predictions"][0]["probabilities"] for _, body in answers], probabilities,
+                               atol=1e-5)
+    requests, calls = after["requests"] - before["requests"], after["model_calls"] - before["model_calls"]
+    assert requests == 64 and calls < 32, (requests, calls)  # 16 clients, 20 ms to gather: a few calls serve all
+
+
+def test_without_batching_every_request_is_one_call(trained):
+    with served("sentiment-bilstm", "--no-batching", cwd=trained) as plain:
+        answers = concurrent_answers(plain, [f"text {i}" for i in range(32)])
+        assert all(status == 200 for status, _ in answers)
+        model = plain.get("/v1/models")[1]["models"][0]
+        assert (model["requests"], model["model_calls"]) == (32, 32)
+
+
+def test_a_version_published_while_serving_is_picked_up(trained, server):
+    run = kpipe("run", "sentiment-bilstm", "--set", "training.epochs=1", "--set", "data.limit=300",
+                "--set", "model.units=[4]", cwd=trained)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert wait_for(lambda: server.get("/v1/models/sentiment-bilstm")[1]["model_version_status"][0]["version"]
+                    == "2", timeout=60)
+    labels, probabilities = reference(trained / "saved_models" / "sentiment-bilstm" / "2", TEXTS)
+    status, body = server.post("/v1/models/sentiment-bilstm/versions/2:predict", {"inputs": TEXTS})
+    assert status == 200 and body["outputs"]["label"] == labels
+    np.testing.assert_allclose(body["outputs"]["probabilities"], probabilities, atol=1e-5)
+    status, body = server.post("/v1/models/sentiment-bilstm/versions/1:predict", {"inputs": TEXTS})
+    assert status == 404 and "serving version 2" in body["error"]
+
+
+def test_a_version_that_does_not_load_leaves_the_served_one_serving(trained, server):
+    versions = trained / "saved_models" / "sentiment-bilstm"
+    served_version = server.get("/v1/models/sentiment-bilstm")[1]["model_version_status"][0]["version"]
+    broken = versions / ".tmp-broken"
+    shutil.copytree(versions / served_version, broken)
+    (broken / "saved_model.pb").write_bytes(b"not a SavedModel")
+    broken.rename(versions / "9")  # published in one rename, as kpipe run does
+    assert wait_for(lambda: any("keeping version" in line for line in server.lines), timeout=30), server.lines[-5:]
+    assert server.get("/v1/models/sentiment-bilstm")[1]["model_version_status"][0]["version"] == served_version
+    status, body = server.post("/v1/models/sentiment-bilstm:predict", {"instances": ["still serving?"]})
+    assert status == 200 and len(body["predictions"]) == 1
+    shutil.rmtree(versions / "9")
+
+
+def startup_failure(*args, cwd):
+    """stderr's one line from `kpipe serve ARGS`, run as a user would (TensorFlow's log level not set)."""
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    run = subprocess.run([sys.executable, "-m", "kpipe", "serve", *args], cwd=cwd, capture_output=True, text=True,
+                         timeout=300, env=env)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    return lines[0]
+
+
+def test_startup_failures_are_one_line_exit_2(trained, tmp_path):
+    assert startup_failure("nope", cwd=trained).startswith("kpipe: error: no exported model at 'nope'")
+
+    broken = tmp_path / "broken" / "1"
+    shutil.copytree(trained / "saved_models" / "sentiment-bilstm" / "1", broken)
+    (broken / "saved_model.pb").write_bytes(b"not a SavedModel")
+    assert startup_failure(str(broken), cwd=trained).startswith(
+        f"kpipe: error: cannot load the SavedModel in {broken}")
+
+    assert startup_failure("a:b=sentiment-bilstm", cwd=trained) == (
+        "kpipe: error: cannot serve 'a:b=sentiment-bilstm' under the name 'a:b': name it with NAME=WHERE "
+        "(letters, digits, '-', '_', '.')")
+    assert startup_failure("sentiment-bilstm", "--max-batch-size", "0", cwd=trained) == (
+        "kpipe: error: --max-batch-size must be at least 1, --batch-timeout-ms at least 0, --max-request-mb and "
+        "--poll-seconds above 0")
+
+    assert "two models would be served as 'sentiment-bilstm'" in startup_failure(
+        "sentiment-bilstm", "saved_models/sentiment-bilstm/1", cwd=trained)
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert f"cannot listen on 127.0.0.1:{port}" in startup_failure("sentiment-bilstm", "--port", str(port),
+                                                                      cwd=trained)

