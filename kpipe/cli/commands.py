@@ -6,6 +6,7 @@ with code 2; `--debug` shows the traceback instead.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -426,6 +427,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"kpipe: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        if error.errno != errno.ENOSPC or args.debug:
+            raise
+        where = f" writing {error.filename}" if error.filename else ""
+        print(f"kpipe: error: no space left on device{where}; free some space and rerun the same command (a run "
+              "resumes after its last finished epoch; earlier exports are untouched)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kpipe: interrupted; rerun the same command to resume from the last finished epoch",

@@ -123,10 +123,14 @@ class EpochCheckpoint(keras.callbacks.Callback):
                  "early_stopping": self.early_stopping.state() if self.early_stopping is not None else None}
         self.directory.mkdir(parents=True, exist_ok=True)
         partial = self.directory / f".partial-{uuid.uuid4().hex}"
-        partial.mkdir()
-        np.savez(partial / ARRAYS_FILE, **arrays)
-        (partial / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
-        _fsync_tree(partial)
+        try:
+            partial.mkdir()
+            np.savez(partial / ARRAYS_FILE, **arrays)
+            (partial / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+            _fsync_tree(partial)
+        except BaseException:  # e.g. a full disk: the last good checkpoint stays, and its space is not taken
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
         target = self.directory / f"epoch-{epoch + 1:04d}"
         shutil.rmtree(target, ignore_errors=True)  # a stale one from a run that died before renaming over it
         os.replace(partial, target)
