@@ -68,6 +68,7 @@ class ModelServer:
         self.repository, self.options = repository, options
         self.executor = ThreadPoolExecutor(max_workers=options.threads, thread_name_prefix="kpipe-serve")
         self.batchers: dict[tuple[str, int, str], MicroBatcher] = {}
+        self.closing: set[asyncio.Task] = set()  # retired versions' batchers, answering what they hold
         self.counts = {name: {"requests": 0, "model_calls": 0} for name in repository.models}
         self.counts_lock = threading.Lock()  # model calls are counted from the worker threads
 
@@ -106,7 +107,10 @@ class ModelServer:
         key = (name, current.version, signature_name)
         if key not in self.batchers:
             for old in [k for k in self.batchers if k[0] == name and k[1] != current.version]:
-                del self.batchers[old]  # a newer version is served: the old one's queue is done with
+                # A newer version is served: the old batcher answers what it holds, then its task ends.
+                task = asyncio.get_running_loop().create_task(self.batchers.pop(old).close())
+                self.closing.add(task)
+                task.add_done_callback(self.closing.discard)
             self.batchers[key] = MicroBatcher(self.counted(name, current.signatures[signature_name]),
                                               max_batch_size=self.options.max_batch_size,
                                               timeout=self.options.batch_timeout, executor=self.executor)

@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 Arrays = dict[str, np.ndarray]
+_STOP = object()  # queued by `close`: everything before it is answered, then the worker ends
 
 
 @dataclass
@@ -51,14 +52,26 @@ class MicroBatcher:
         await self._queue.put(_Waiting(inputs, len(next(iter(inputs.values()))), future))
         return await future
 
+    async def close(self) -> None:
+        """Answer every request already queued, then end the worker task (a retired version's batcher)."""
+        if self._worker is None:
+            return
+        await self._queue.put(_STOP)
+        await self._worker
+
     async def _serve_batches(self) -> None:
-        while True:
-            batch = await self._gather()
+        stop = False
+        while not stop:
+            batch, stop = await self._gather()
             await self._answer(batch)
 
-    async def _gather(self) -> list[_Waiting]:
+    async def _gather(self) -> tuple[list[_Waiting], bool]:
+        """The next batch, and whether `close` asked to stop after it."""
         loop = asyncio.get_running_loop()
-        batch = [self._held or await self._queue.get()]
+        first = self._held or await self._queue.get()
+        if first is _STOP:
+            return [], True
+        batch = [first]
         self._held = None
         rows, deadline = batch[0].rows, loop.time() + self.timeout
         while rows < self.max_batch_size:
@@ -72,12 +85,14 @@ class MicroBatcher:
                     item = await asyncio.wait_for(self._queue.get(), remaining)
                 except asyncio.TimeoutError:
                     break
+            if item is _STOP:
+                return batch, True
             if rows + item.rows > self.max_batch_size:
                 self._held = item
                 break
             batch.append(item)
             rows += item.rows
-        return batch
+        return batch, False
 
     async def _answer(self, batch: list[_Waiting]) -> None:
         loop = asyncio.get_running_loop()
