@@ -80,9 +80,26 @@ def _type_name(tp: Any) -> str:
             type(None): "none"}.get(tp, getattr(tp, "__name__", str(tp)))
 
 
+def _families(tp: Any) -> dict[str, type]:
+    """For a union of config dataclasses that each have a `family` field: family name -> class (first = default)."""
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
+        return {}
+    options = typing.get_args(tp)
+    if not all(dataclasses.is_dataclass(o) and "family" in {f.name for f in dataclasses.fields(o)} for o in options):
+        return {}
+    return {next(f.default for f in dataclasses.fields(o) if f.name == "family"): o for o in options}
+
+
 def _convert(path: str, value: Any, tp: Any) -> Any:
     """Check `value` against the annotation `tp`, returning it in canonical form (lists -> tuples)."""
     origin = typing.get_origin(tp)
+    families = _families(tp)
+    if families and isinstance(value, Mapping):  # a choice of model configs: the "family" key picks one
+        family = value.get("family", next(iter(families)))
+        if family not in families:
+            raise ConfigError(f"unknown {path}.family {family!r}{did_you_mean(str(family), families)}; "
+                              f"known: {', '.join(families)}")
+        return from_dict(families[family], value, path=path)
     if origin in (typing.Union, types.UnionType):
         for option in typing.get_args(tp):
             try:

@@ -552,14 +552,15 @@ class EnsembleClassifierConfig:
     Args:
         family: always "ensemble".
         ngrams: the n-gram member ([model.ngrams] in TOML).
-        sequence: the recurrent member ([model.sequence]).
+        sequence: the sequence member ([model.sequence]): a recurrent classifier, or a pretrained encoder
+            with `family = "pretrained_classifier"`.
         ngram_weight: the n-gram member's share of the average; -1 chooses it on validation
             (0, 0.05, ..., 1).
     """
 
     family: str = "ensemble"
     ngrams: BagOfNgramsConfig = BagOfNgramsConfig()
-    sequence: RNNClassifierConfig = RNNClassifierConfig()
+    sequence: RNNClassifierConfig | PretrainedClassifierConfig = RNNClassifierConfig()
     ngram_weight: float = -1.0
 
     def __post_init__(self):

@@ -99,3 +99,19 @@ def test_a_config_with_nested_sections_round_trips_through_toml():
     text = config.to_toml()
     assert "[model.ngrams]\n" in text and "[model.sequence]\n" in text
     assert parse_pipeline_config(tomllib.loads(text)) == config
+
+
+def test_an_ensembles_sequence_member_is_chosen_by_its_family():
+    from kpipe.config.pipelines import load_pipeline
+    from kpipe.errors import ConfigError
+    from kpipe.models.configs import PretrainedClassifierConfig, RNNClassifierConfig
+
+    assert isinstance(load_pipeline("sentiment-ensemble").model.sequence, RNNClassifierConfig)
+    config = load_pipeline("sentiment-ensemble", ['model.sequence = {family = "pretrained_classifier", '
+                                                  'preset = "all_minilm_l6_v2_en", pooling = "cls"}'])
+    assert config.model.sequence == PretrainedClassifierConfig(pooling="cls")
+    with pytest.raises(ConfigError, match=r"unknown model.sequence.family 'pretrained' \(did you mean "
+                                          r"'pretrained_classifier'\?\); known: rnn_classifier, pretrained_classifier"):
+        load_pipeline("sentiment-ensemble", ['model.sequence = {family = "pretrained"}'])
+    with pytest.raises(ConfigError, match=r"unknown key 'model.sequence.unitz' \(did you mean 'model.sequence.units'"):
+        load_pipeline("sentiment-ensemble", ["model.sequence.unitz=[3]"])
