@@ -126,6 +126,24 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_tune(args) -> int:
+    from kpipe.tuning.study import TuneOptions, prepare, tune_pipeline
+
+    options = TuneOptions(trials=args.trials, timeout=args.timeout, space=args.space, storage=args.storage,
+                          sampler=args.sampler, pruner=args.pruner, seed=args.seed, export_best=args.export_best)
+    overrides = _overrides(args)
+    prepare(args.pipeline, overrides, options)  # every mistake in the space or options, before TensorFlow loads
+    _import_tensorflow_quietly()
+    result = tune_pipeline(args.pipeline, overrides, options)
+    print(result.table.to_string(index=False, na_rep="-", max_colwidth=60))
+    best = (f"Best: {result.metric} {result.best_value:.4g} with {' '.join(result.best_overrides)}"
+            if result.best_overrides else "No trial finished")
+    print(f"{best}\nTrials: {result.folder / 'trials.csv'}; best config: {result.folder / 'best.toml'} "
+          f"(kpipe run {result.folder / 'best.toml'}); plots: optimization_history.png, param_importances.png"
+          + (f"\nExported the best trial to {result.exported}" if result.exported else ""))
+    return 0
+
+
 def _read_lines(stream_bytes: bytes, source: str) -> list[str]:
     try:
         text = stream_bytes.decode("utf-8")

@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show tracebacks for errors, and TensorFlow's own C++ log lines")
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (add_setup_commands, add_run_commands, add_predict, add_serve, add_forecast, add_generate,
+    for add in (add_setup_commands, add_run_commands, add_tune, add_predict, add_serve, add_forecast, add_generate,
                 add_text_commands, add_word_commands, add_map, add_compare):
         add(sub, commands)
     return parser
@@ -105,6 +105,35 @@ def add_run_commands(sub, commands) -> None:
     sub.add_parser("run", parents=[SHARED["config"]], help="train, evaluate and export a pipeline",
                    description="Train, evaluate and export a pipeline. Rerunning the same command after an "
                                "interruption resumes from the last finished epoch.").set_defaults(func=commands.cmd_run)
+
+
+def add_tune(sub, commands) -> None:
+    tune = sub.add_parser(
+        "tune", parents=[SHARED["config"]], help="search hyperparameters: Optuna trials, each a kpipe run",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Search the pipeline's [tune] space (or --space FILE) with Optuna. Every trial is a kpipe run\n"
+                    "scored on the validation split; the study lives in a database (a SQLite file in the\n"
+                    "pipeline's folder, or --storage URL), so a killed search resumes and several processes\n"
+                    "or machines can work on one study at once. Writes trials.csv, best.toml (run it with\n"
+                    "`kpipe run`) and optimisation-history and parameter-importance plots.",
+        epilog="""examples:
+  kpipe tune sentiment-bilstm --trials 20
+  kpipe tune sentiment-bilstm --trials 20 --timeout 3600 --pruner hyperband
+  kpipe tune sentiment-bilstm --space my-space.toml --sampler random --trials 30
+  kpipe tune sentiment-bilstm --storage postgresql://user@db/kpipe --trials 100   # on every machine
+  kpipe run saved_models/sentiment-bilstm/tune/best.toml
+""")
+    tune.add_argument("--trials", type=int, default=20, help="finished trials the study should have, counting "
+                                                              "every process's (default 20)")
+    tune.add_argument("--timeout", type=float, help="stop starting trials after this many seconds (this process)")
+    tune.add_argument("--space", help="a TOML file with the search space ([tune] table or top-level keys)")
+    tune.add_argument("--storage", help="a database URL Optuna accepts (default: sqlite in the pipeline's folder)")
+    tune.add_argument("--sampler", default="tpe", help="tpe (default), random or grid (grid: choices only)")
+    tune.add_argument("--pruner", default="median", help="median (default), hyperband or none")
+    tune.add_argument("--seed", type=int, default=0, help="the sampler's seed")
+    tune.add_argument("--export-best", action="store_true", help="publish the best trial's export as the "
+                                                                 "pipeline's next version")
+    tune.set_defaults(func=commands.cmd_tune)
 
 
 def add_predict(sub, commands) -> None:

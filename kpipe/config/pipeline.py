@@ -90,6 +90,7 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
         ConfigError: unknown or missing keys, unknown task or model family, bad values.
     """
     known = {f.name for f in dataclasses.fields(PipelineConfig)}
+    raw = {key: value for key, value in raw.items() if key != "tune"}  # the search space: read by `kpipe tune`
     for key in raw:
         if key not in known:
             raise ConfigError(f"unknown key '{key}'{did_you_mean(key, known)}; "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import logging
@@ -28,6 +29,20 @@ from kpipe.config.training import OPTIMIZER_CLASSES, PRECISIONS, STRATEGIES, Tra
 log = logging.getLogger(__name__)
 
 OPTIMIZERS = {name: getattr(keras.optimizers, cls) for name, cls in OPTIMIZER_CLASSES.items()}
+
+# Callbacks every `train_model` call in this context adds to its own (e.g. a tuner's pruning reporter).
+_WATCHERS: contextvars.ContextVar[tuple] = contextvars.ContextVar("kpipe_training_watchers", default=())
+
+
+@contextlib.contextmanager
+def watching(*callbacks: keras.callbacks.Callback):
+    """Run the enclosed training with `callbacks` added to every `train_model` call (after kpipe's own, so
+    each epoch's logs already hold the validation figures)."""
+    token = _WATCHERS.set(_WATCHERS.get() + callbacks)
+    try:
+        yield
+    finally:
+        _WATCHERS.reset(token)
 
 
 def resolve_strategy_name(name: str) -> str:
@@ -292,7 +307,7 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
                 lambda epoch: cosine_rate(base, epoch, config.epochs)))
         if chief:
             callbacks.append(keras.callbacks.TensorBoard(str(work_dir / "tensorboard")))
-        callbacks += list(extra_callbacks)
+        callbacks += [*extra_callbacks, *_WATCHERS.get()]
         model._initial_epoch = None  # set by the previous phase's restore, which `fit` would prefer
         if multi_worker.is_multi_worker(strategy):  # Keras' fit fails there: see kpipe.training.multi_worker
             multi_worker.fit(model, train_data, validation_data, strategy=strategy,

@@ -23,6 +23,7 @@ LAYERS = [
     ("kpipe.training",),
     ("kpipe.vectors",),
     ("kpipe.tasks",),
+    ("kpipe.tuning",),
     ("kpipe.serving",),
     ("kpipe.cli", "kpipe.__main__"),
 ]

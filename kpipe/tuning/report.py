@@ -1,0 +1,72 @@
+"""What `kpipe tune` leaves: the trials table (printed and trials.csv), the best trial's config as a runnable
+best.toml, the optimisation history and parameter importances as PNG, and optionally the best export."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from kpipe.config.pipelines import load_pipeline
+from kpipe.tuning.space import Dimension
+
+log = logging.getLogger(__name__)
+
+
+def trials_table(study, dimensions: list[Dimension]):
+    """One row per trial: number, state, the validation figure, epochs, seconds, each parameter, the error."""
+    import pandas as pd
+
+    rows = []
+    for trial in study.get_trials(deepcopy=False):
+        row = {"trial": trial.number, "state": trial.state.name.lower(), "value": trial.value,
+               "epochs": trial.user_attrs.get("epochs"), "seconds": trial.user_attrs.get("seconds")}
+        for dimension in dimensions:
+            stored = trial.params.get(dimension.path)
+            value = dimension.value_of(stored) if stored is not None else None
+            row[dimension.path] = list(value) if isinstance(value, tuple) else value
+        row["error"] = trial.user_attrs.get("error", "")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_report(study, pipeline: str, overrides: list[str], dimensions: list[Dimension], metric: str,
+                 folder: Path, *, export_best: bool = False):
+    from kpipe.tuning.study import TuneResult, export_trial
+
+    table = trials_table(study, dimensions)
+    table.to_csv(folder / "trials.csv", index=False)
+    completed = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
+    best_overrides, best_value, exported = [], None, None
+    if completed:
+        best = study.best_trial
+        best_overrides, best_value = list(best.user_attrs["overrides"]), best.value
+        config = load_pipeline(pipeline, [*overrides, *best_overrides])
+        (folder / "best.toml").write_text(
+            f"# kpipe tune {pipeline}: trial {best.number}, {metric} {best.value:.6g} on validation\n"
+            f"# overrides: {' '.join(best_overrides)}\n{config.to_toml()}", encoding="utf-8")
+        if export_best:
+            exported = export_trial(Path(best.user_attrs["export"]), Path(config.export.dir) / config.name)
+    plot(study, folder, metric)
+    return TuneResult(folder, table, best_overrides, best_value, metric, exported)
+
+
+def plot(study, folder: Path, metric: str) -> None:
+    """optimization_history.png and param_importances.png (Optuna's matplotlib plots)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import optuna.visualization.matplotlib as optuna_plots
+
+    for name, draw in (("optimization_history", optuna_plots.plot_optimization_history),
+                       ("param_importances", optuna_plots.plot_param_importances)):
+        try:
+            axes = draw(study, target_name=metric)
+        except (ValueError, RuntimeError, ZeroDivisionError) as error:  # e.g. importances of fewer than 2 trials
+            log.info("No %s plot: %s", name, error)
+            continue
+        figure = axes.figure if hasattr(axes, "figure") else axes[0].figure
+        figure.set_size_inches(8, 4.5)
+        figure.tight_layout()
+        figure.savefig(folder / f"{name}.png", dpi=110)
+        plt.close(figure)

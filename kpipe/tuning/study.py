@@ -1,0 +1,209 @@
+"""`kpipe tune`: an Optuna study whose trials are kpipe runs, kept in a database so that it resumes after a
+kill and several processes (or machines) can work on it at once.
+
+Each trial is `kpipe run PIPELINE` with the trial's overrides, exported into the study's folder
+(`<export.dir>/<pipeline>/tune/trials/<number>/`), scored on the task's validation figure at the epoch the
+run keeps (never on test). After every epoch the figure is reported to the pruner, which stops trials
+that fall behind the others at the same epoch. A killed process's trial is marked failed by the next
+process once its heartbeat is older than the grace period, and the study goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import shutil
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Iterable
+
+from kpipe.config.pipelines import load_pipeline
+from kpipe.errors import ConfigError
+from kpipe.tuning.space import Dimension, check_space, load_space
+
+log = logging.getLogger(__name__)
+
+SAMPLERS = ("tpe", "random", "grid")
+PRUNERS = ("median", "hyperband", "none")
+HEARTBEAT_SECONDS, GRACE_SECONDS = 2, 6  # a trial whose process has been silent this long died: marked failed
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneOptions:
+    """How `tune_pipeline` searches: trials to finish (with every process on the study), a time limit for this
+    process, the space file, the database, the sampler and the pruner."""
+
+    trials: int = 20
+    timeout: float | None = None
+    space: str | None = None
+    storage: str | None = None
+    sampler: str = "tpe"
+    pruner: str = "median"
+    seed: int = 0
+    export_best: bool = False
+
+    def __post_init__(self):
+        if self.trials < 1:
+            raise ConfigError(f"--trials must be at least 1. Received: {self.trials}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigError(f"--timeout must be > 0 seconds. Received: {self.timeout}")
+        for name, value, choices in (("--sampler", self.sampler, SAMPLERS), ("--pruner", self.pruner, PRUNERS)):
+            if value not in choices:
+                raise ConfigError(f"{name} must be one of {', '.join(choices)}. Received: {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneResult:
+    folder: Path            # the study's folder: trials/, trials.csv, best.toml, plots
+    table: "object"         # pandas DataFrame, one row per trial
+    best_overrides: list[str]
+    best_value: float | None
+    metric: str
+    exported: Path | None
+
+
+def tuning_metric(config) -> str:
+    """The validation figure trials are scored on: accuracy (classify), WER when the translate pipeline
+    measures it every epoch (else the loss), MAE (forecast), the loss = NLL per character (generate)."""
+    if config.task == "word2vec":
+        raise ConfigError("word2vec has no validation split to score trials on; tune another pipeline")
+    monitor = config.training.early_stopping_monitor
+    return {"classify": "val_accuracy", "forecast": "val_mae", "generate": "val_loss",
+            "translate": monitor if monitor == "val_word_error_rate" else "val_loss"}[config.task]
+
+
+def prepare(pipeline: str, overrides: Iterable[str], options: TuneOptions):
+    """Everything checked before a trial runs: the config, the space, the storage. No TensorFlow."""
+    overrides = list(overrides)
+    config = load_pipeline(pipeline, overrides)
+    metric = tuning_metric(config)
+    dimensions = load_space(pipeline, options.space)
+    check_space(pipeline, overrides, dimensions)
+    if options.sampler == "grid" and any(not d.choices for d in dimensions):
+        raise ConfigError("--sampler grid needs choices, not ranges, for every key of the search space")
+    folder = Path(config.export.dir) / config.name / "tune"
+    return config, metric, dimensions, folder
+
+
+def study_name(config, dimensions: list[Dimension], overrides: list[str]) -> str:
+    """One study per pipeline, space and overrides: changing any of them starts another in the same database."""
+    digest = hashlib.sha256(json.dumps([repr(dimensions), overrides]).encode()).hexdigest()[:8]
+    return f"{config.name}-{digest}"
+
+
+def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOptions = TuneOptions()) -> TuneResult:
+    """Search the pipeline's space; returns the trials table and the best trial's overrides.
+
+    Raises:
+        ConfigError: a space, option or config the pipeline refuses (before any trial).
+    """
+    overrides = [o for o in overrides]
+    config, metric, dimensions, folder = prepare(pipeline, overrides, options)
+    import optuna
+
+    from kpipe.training.loop import monitor_mode
+
+    folder.mkdir(parents=True, exist_ok=True)
+    storage = optuna.storages.RDBStorage(
+        options.storage or f"sqlite:///{(folder / 'study.db').resolve()}",
+        engine_kwargs={"connect_args": {"timeout": 60}} if not options.storage else {},
+        heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # heartbeats, plots
+    study = optuna.create_study(storage=storage, study_name=study_name(config, dimensions, overrides),
+                                load_if_exists=True, direction="maximize" if monitor_mode(metric) == "max" else "minimize",
+                                sampler=make_sampler(options, dimensions), pruner=make_pruner(options.pruner))
+    study.set_user_attr("metric", metric)
+    finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    log.info("Study %s in %s: %d of %d trials finished so far; scored on %s", study.study_name,
+             options.storage or folder / "study.db", len(study.get_trials(states=finished)), options.trials, metric)
+    if len(study.get_trials(states=finished)) < options.trials:
+        study.optimize(make_objective(pipeline, overrides, dimensions, metric, folder / "trials"),
+                       timeout=options.timeout, catch=(Exception,),  # recorded with its reason; the study goes on
+                       callbacks=[optuna.study.MaxTrialsCallback(options.trials, states=finished)],
+                       show_progress_bar=sys.stderr.isatty())
+    optuna.storages.fail_stale_trials(study)
+    from kpipe.tuning.report import write_report
+
+    return write_report(study, pipeline, overrides, dimensions, metric, folder, export_best=options.export_best)
+
+
+def make_sampler(options: TuneOptions, dimensions: list[Dimension]):
+    import optuna
+
+    if options.sampler == "grid":
+        return optuna.samplers.GridSampler({d.path: list(range(len(d.choices))) for d in dimensions},
+                                           seed=options.seed)
+    if options.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=options.seed)
+    return optuna.samplers.TPESampler(seed=options.seed, n_startup_trials=5)
+
+
+def make_pruner(name: str):
+    import optuna
+
+    if name == "median":  # stop a trial whose epoch-k figure is worse than the median of the others at epoch k
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner()
+    return optuna.pruners.NopPruner()
+
+
+def make_objective(pipeline: str, overrides: list[str], dimensions: list[Dimension], metric: str, trials_dir: Path):
+    """The function Optuna calls per trial: one kpipe run with the trial's values, scored on `metric`."""
+    import keras
+    import optuna
+
+    from kpipe.tasks import run_pipeline
+    from kpipe.training.loop import kept_epoch, watching
+
+    class PruningReporter(keras.callbacks.Callback):
+        """Reports each epoch's validation figure to the trial; stops the run when the pruner says so."""
+
+        def __init__(self, trial):
+            super().__init__()
+            self.trial, self.epochs = trial, 0
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.epochs += 1
+            value = (logs or {}).get(metric)
+            if value is None:
+                return
+            self.trial.report(float(value), step=self.epochs)
+            if self.trial.should_prune():
+                raise optuna.TrialPruned(f"{metric} {float(value):.4g} after epoch {self.epochs}")
+
+    def objective(trial) -> float:
+        values = {d.path: d.suggest(trial) for d in dimensions}
+        trial.set_user_attr("overrides", [d.override(values[d.path]) for d in dimensions])
+        folder = trials_dir / str(trial.number)
+        config = load_pipeline(pipeline, [*overrides, *trial.user_attrs["overrides"], f'export.dir="{folder}"'])
+        reporter, started = PruningReporter(trial), time.perf_counter()
+        try:
+            with watching(reporter):
+                result = run_pipeline(config)
+        except optuna.TrialPruned:
+            raise
+        except Exception as error:
+            trial.set_user_attr("error", " ".join(str(error).split())[:300] or type(error).__name__)
+            raise
+        finally:
+            trial.set_user_attr("epochs", reporter.epochs)
+            trial.set_user_attr("seconds", round(time.perf_counter() - started, 1))
+            keras.backend.clear_session()
+        history = result.metrics["history"]
+        trial.set_user_attr("export", str(result.export_dir))
+        return float(history[kept_epoch(history, config.training) - 1][metric])
+
+    return objective
+
+
+def export_trial(export: Path, root: Path) -> Path:
+    """Publish a copy of a trial's export as the pipeline's next version under `root`."""
+    from kpipe.exports.versions import write_version
+
+    return write_version(root, lambda tmp: shutil.copytree(export, tmp, dirs_exist_ok=True))

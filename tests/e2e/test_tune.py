@@ -1,0 +1,133 @@
+"""`kpipe tune` through the real command on tiny data: the study's report, the best config reproducing its
+validation figure, two processes on one SQLite study, a kill -9 and rerun, pruning, and every mistake."""
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kpipe.cli.commands import main
+from kpipe.tuning.study import GRACE_SECONDS
+from tests.helpers import kpipe
+
+pytestmark = pytest.mark.slow
+TINY = ["--set", "data.limit=300", "--set", "training.epochs=2", "--set", "model.max_features=500",
+        "--set", "evaluation.baseline=false"]
+SPACE = '"training.learning_rate" = {low = 0.003, high = 0.1, log = true}\n"model.ngrams" = [1, 2]\n'
+
+
+def tune(folder, *args, **kwargs):
+    return kpipe("tune", "sentiment-bigrams", "--space", "space.toml", *TINY, *args, cwd=folder, **kwargs)
+
+
+def states(folder):
+    with sqlite3.connect(folder / "saved_models" / "sentiment-bigrams" / "tune" / "study.db") as db:
+        return [row[0] for row in db.execute("SELECT state FROM trials ORDER BY number")]
+
+
+@pytest.fixture
+def space(tmp_path):
+    (tmp_path / "space.toml").write_text(SPACE)
+    return tmp_path
+
+
+def test_a_study_writes_its_table_best_config_and_plots_and_the_best_config_reproduces(space):
+    run = tune(space, "--trials", "3", "--pruner", "none")
+    assert run.returncode == 0, run.stderr[-3000:]
+    folder = space / "saved_models" / "sentiment-bigrams" / "tune"
+    import pandas as pd
+
+    table = pd.read_csv(folder / "trials.csv")
+    assert list(table["state"]) == ["complete"] * 3 and set(table.columns) >= {
+        "trial", "value", "epochs", "seconds", "training.learning_rate", "model.ngrams"}
+    assert "Best: val_accuracy" in run.stdout
+    for plot in ("optimization_history.png", "param_importances.png"):
+        assert (folder / plot).read_bytes()[:4] == b"\x89PNG"
+    best = table.loc[table["value"].idxmax()]
+    again = kpipe("run", str(folder / "best.toml"), "--set", 'export.dir="again"', cwd=space)
+    assert again.returncode == 0, again.stderr[-3000:]
+    history = json.loads((space / "again" / "sentiment-bigrams" / "1" / "metrics.json").read_text())["history"]
+    assert pytest.approx(best["value"], abs=1e-6) in [h["val_accuracy"] for h in history]
+
+
+def test_two_processes_share_one_study_and_never_run_a_trial_twice(space):
+    processes = [subprocess.Popen([sys.executable, "-m", "kpipe", "tune", "sentiment-bigrams", "--space",
+                                   "space.toml", *TINY, "--trials", "4", "--pruner", "none"], cwd=space,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for process in processes:
+        _, err = process.communicate(timeout=600)
+        assert process.returncode == 0, err[-3000:]
+    finished = [s for s in states(space) if s == "COMPLETE"]
+    assert 4 <= len(finished) <= 5  # the two may both start the last one
+    trials = space / "saved_models" / "sentiment-bigrams" / "tune" / "trials"
+    assert len({p.name for p in trials.iterdir()}) == len(states(space))  # one export folder per trial
+
+
+def test_a_tuner_killed_mid_trial_resumes_the_study_and_marks_that_trial_failed(space):
+    process = subprocess.Popen([sys.executable, "-m", "kpipe", "tune", "sentiment-bigrams", "--space", "space.toml",
+                                *TINY, "--set", "training.epochs=6", "--set", "training.early_stopping_patience=0",
+                                "--trials", "3", "--pruner", "none"], cwd=space, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline:  # one trial finished and the next running
+        found = states(space) if (space / "saved_models/sentiment-bigrams/tune/study.db").exists() else []
+        if found.count("COMPLETE") == 1 and "RUNNING" in found:
+            break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    time.sleep(GRACE_SECONDS + 1)  # the killed trial's heartbeat is now older than the grace period
+    rerun = tune(space, "--set", "training.epochs=6", "--set", "training.early_stopping_patience=0",
+                 "--trials", "3", "--pruner", "none")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert states(space) == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+
+
+def test_a_hopeless_trial_is_pruned_after_its_first_epoch(tmp_path, monkeypatch):
+    """Two good trials, then one whose learning rate (100) wrecks the naive-Bayes start the n-gram model has:
+    the median pruner stops it at epoch 1."""
+    import optuna
+
+    from kpipe.tuning.space import parse_space
+    from kpipe.tuning.study import make_objective, make_pruner
+
+    monkeypatch.chdir(tmp_path)
+    dimensions = parse_space({"training.learning_rate": [0.001, 100.0]}, source="test")
+    overrides = [o for o in TINY if o != "--set"] + ["data.limit=1000", "training.epochs=3",
+                                                      "training.early_stopping_patience=0"]
+    study = optuna.create_study(direction="maximize", pruner=make_pruner("median"))
+    for choice in (0, 0, 1):
+        study.enqueue_trial({"training.learning_rate": choice})
+    study.optimize(make_objective("sentiment-bigrams", overrides, dimensions, "val_accuracy", tmp_path / "t"),
+                   n_trials=3)
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "PRUNED"]
+    assert [t.user_attrs["epochs"] for t in study.trials] == [3, 3, 1]
+
+
+@pytest.mark.parametrize("space_text, args, message", [
+    ('"training.learnin_rate" = [0.1]\n', [], "refuses: unknown key 'training.learnin_rate' (did you mean "
+                                              "'training.learning_rate'?)"),
+    ('"training.learning_rate" = {low = 0.1, high = 0.01}\n', [], "is an empty range"),
+    ('"model.ngrams" = []\n', [], "is an empty list of choices"),
+    ('"model.ngrams" = [1, 9]\n', [], "offers model.ngrams=9, which the config refuses"),
+    ('"training.learning_rate" = {low = 0.01, high = 0.1}\n', ["--sampler", "grid"], "--sampler grid needs choices"),
+    ('"model.ngrams" = [1, 2]\n', ["--trials", "0"], "--trials must be at least 1"),
+    ('"model.ngrams" = [1, 2]\n', ["--pruner", "medain"], "--pruner must be one of median, hyperband, none"),
+])
+def test_mistakes_are_one_line_exit_2_and_nothing_written(space_text, args, message, tmp_path, monkeypatch, capsys):
+    (tmp_path / "space.toml").write_text(space_text)
+    monkeypatch.chdir(tmp_path)
+    assert main(["tune", "sentiment-bigrams", "--space", "space.toml", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kpipe: error: ") and message in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["space.toml"]
+
+
+def test_a_pipeline_without_a_space_says_how_to_give_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["tune", "weather-ar"]) == 2
+    assert "has no [tune] table to search" in capsys.readouterr().err
