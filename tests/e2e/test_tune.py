@@ -129,5 +129,5 @@ def test_mistakes_are_one_line_exit_2_and_nothing_written(space_text, args, mess
 
 def test_a_pipeline_without_a_space_says_how_to_give_one(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert main(["tune", "weather-ar"]) == 2
+    assert main(["tune", "electricity-mstl"]) == 2
     assert "has no [tune] table to search" in capsys.readouterr().err
