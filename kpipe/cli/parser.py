@@ -137,7 +137,9 @@ def add_tune(sub, commands) -> None:
 
 
 def add_predict(sub, commands) -> None:
-    predict = sub.add_parser("predict", parents=[SHARED["json"], SHARED["export_dir"]], help="classify texts with an exported model",
+    predict = sub.add_parser(
+        "predict", parents=[SHARED["json"],
+        SHARED["export_dir"]], help="classify texts with an exported model",
                              formatter_class=argparse.RawDescriptionHelpFormatter,
                              description="Print label, probability and text for each input (tab-separated), or "
                                          "write a table of predictions with --output.",
@@ -156,10 +158,10 @@ def add_predict(sub, commands) -> None:
     predict.set_defaults(func=commands.cmd_predict)
 
 
-
 def add_serve(sub, commands) -> None:
     serve = sub.add_parser(
-        "serve", parents=[SHARED["export_dir"]], help="serve exports over HTTP with TensorFlow Serving's REST API (micro-batched)",
+        "serve", parents=[SHARED["export_dir"]],
+        help="serve exports over HTTP with TensorFlow Serving's REST API (micro-batched)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Serve exported models over HTTP, speaking TensorFlow Serving's REST API, so clients written\n"
                     "for TF Serving work unchanged. Concurrent requests to one model are gathered into one call\n"
@@ -190,10 +192,10 @@ def add_serve(sub, commands) -> None:
     serve.set_defaults(func=commands.cmd_serve)
 
 
-
 def add_forecast(sub, commands) -> None:
     forecast = sub.add_parser(
-        "forecast", parents=[SHARED["json"], SHARED["export_dir"]], help="forecast the next horizon with an exported forecaster",
+        "forecast", parents=[SHARED["json"], SHARED["export_dir"]],
+        help="forecast the next horizon with an exported forecaster",
         description="Read the most recent window of the model's feature columns from a CSV/TSV/Parquet file "
                     "(oldest row first) and print the next horizon of the target, in original units.")
     forecast.add_argument("model", help=MODEL_HELP)
@@ -203,9 +205,10 @@ def add_forecast(sub, commands) -> None:
     forecast.set_defaults(func=commands.cmd_forecast)
 
 
-
 def add_generate(sub, commands) -> None:
-    generate = sub.add_parser("generate", parents=[SHARED["json"], SHARED["export_dir"]], help="sample names from an exported name generator",
+    generate = sub.add_parser(
+        "generate", parents=[SHARED["json"],
+        SHARED["export_dir"]], help="sample names from an exported name generator",
                               description="Sample new names, all in one batched call to the model.")
     generate.add_argument("model", help=MODEL_HELP)
     generate.add_argument("--prefix", default="", help='names start with this, e.g. "Al"')
@@ -220,7 +223,6 @@ def add_generate(sub, commands) -> None:
     generate.set_defaults(func=commands.cmd_generate)
 
 
-
 def add_model_and_texts(p: argparse.ArgumentParser, func, answers: str) -> None:
     """MODEL, texts and --file, and the table options: commands that answer each input text."""
     p.add_argument("model", help=MODEL_HELP)
@@ -231,18 +233,23 @@ def add_model_and_texts(p: argparse.ArgumentParser, func, answers: str) -> None:
 
 
 def add_text_commands(sub, commands) -> None:
-    translate = sub.add_parser("translate", parents=[SHARED["json"], SHARED["export_dir"]], help="decode texts with an exported sequence-to-sequence model "
+    translate = sub.add_parser(
+        "translate", parents=[SHARED["json"],
+        SHARED["export_dir"]], help="decode texts with an exported sequence-to-sequence model "
                                                  "(e.g. spellings to phonemes)",
                                description="Print each input and its decoded output, tab-separated. Unseen "
                                            "characters map to the unknown token, an empty input gives an empty "
                                            "output, inputs over the model's max_source_length are cut.")
     add_model_and_texts(translate, commands.cmd_translate, answers="the decoded output")
 
-    embed = sub.add_parser("embed", parents=[SHARED["json"], SHARED["export_dir"]], help="sentence embeddings from an exported transformer classifier",
+    embed = sub.add_parser(
+        "embed", parents=[SHARED["json"],
+        SHARED["export_dir"]], help="sentence embeddings from an exported transformer classifier",
                            description="Print each text and its embedding (masked mean of the encoder outputs).")
     add_model_and_texts(embed, commands.cmd_embed, answers="the embedding")
 
-    similar = sub.add_parser("similar", parents=[SHARED["export_dir"]], help="rank sentences by cosine similarity to a query",
+    similar = sub.add_parser("similar", parents=[SHARED["export_dir"]],
+                             help="rank sentences by cosine similarity to a query",
                              description="Embed the query and every sentence with an exported transformer "
                                          "classifier; print the k closest, best first.")
     similar.add_argument("model", help=MODEL_HELP)
@@ -252,14 +259,14 @@ def add_text_commands(sub, commands) -> None:
     similar.set_defaults(func=commands.cmd_similar)
 
 
-
 def add_word_commands(sub, commands) -> None:
     neighbors = sub.add_parser("neighbors", parents=[SHARED["vectors"]], help="nearest words by cosine similarity")
     neighbors.add_argument("word")
     neighbors.add_argument("-k", type=int, default=10, help="how many (default 10)")
     neighbors.set_defaults(func=commands.cmd_neighbors)
 
-    analogy = sub.add_parser("analogy", parents=[SHARED["vectors"]], help="A is to B as ? is to C, e.g. `kpipe analogy king man woman` -> queen",
+    analogy = sub.add_parser("analogy", parents=[SHARED["vectors"]],
+                             help="A is to B as ? is to C, e.g. `kpipe analogy king man woman` -> queen",
                              description="Words closest to A - B + C by cosine similarity.")
     for name in ("a", "b", "c"):
         analogy.add_argument(name, metavar=name.upper())
@@ -274,7 +281,8 @@ def add_word_commands(sub, commands) -> None:
 
 def add_map(sub, commands) -> None:
     word_map = sub.add_parser(
-        "map", parents=[SHARED["export_dir"]], help="a labelled 2-D map (PCA, t-SNE) of word vectors or sentence embeddings, as a PNG",
+        "map", parents=[SHARED["export_dir"]],
+        help="a labelled 2-D map (PCA, t-SNE) of word vectors or sentence embeddings, as a PNG",
         description="Project word vectors (packaged GloVe, a vectors file, a word2vec export or a classifier's "
                     "learned embedding) or sentence embeddings (--texts, through an export with an embed "
                     "signature) to 2-D and draw them with their labels.",
@@ -300,9 +308,9 @@ def add_map(sub, commands) -> None:
     word_map.set_defaults(func=commands.cmd_map)
 
 
-
 def add_compare(sub, commands) -> None:
-    compare = sub.add_parser("compare", parents=[SHARED["export_dir"]], help="compare runs: headline metrics, training time, differing config "
+    compare = sub.add_parser("compare", parents=[SHARED["export_dir"]],
+                             help="compare runs: headline metrics, training time, differing config "
                                              "keys, and their validation curves in one PNG",
                              epilog="examples:\n  kpipe compare sentiment-bilstm            # all its versions\n"
                                     "  kpipe compare sentiment-bilstm/1 sentiment-glove --out curves.png",

@@ -114,9 +114,10 @@ def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOpt
         heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # heartbeats, plots
+    direction = "maximize" if monitor_mode(metric) == "max" else "minimize"
     study = optuna.create_study(storage=storage, study_name=study_name(config, dimensions, overrides),
-                                load_if_exists=True, direction="maximize" if monitor_mode(metric) == "max" else "minimize",
-                                sampler=make_sampler(options, dimensions), pruner=make_pruner(options.pruner))
+                                load_if_exists=True, direction=direction, sampler=make_sampler(options, dimensions),
+                                pruner=make_pruner(options.pruner))
     study.set_user_attr("metric", metric)
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     log.info("Study %s in %s: %d of %d trials finished so far; scored on %s", study.study_name,
