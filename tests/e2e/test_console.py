@@ -41,7 +41,12 @@ def test_debug_shows_tensorflows_own_lines_and_info_describes_the_setup(tmp_path
                                                 info["devices"]["auto_strategy"])
     assert set(info["pipelines"]) == set(registry())
     assert info["pipelines"]["sentiment-transformer"] == {
-        "task": "classify", "data": "embedded:tweets-sentiment", "missing": [], "runs_offline": True}
+        "task": "classify", "data": "embedded:tweets-sentiment", "missing": [], "model_download": "",
+        "runs_offline": True}
+    assert info["pipelines"]["sentiment-minilm"] == {
+        "task": "classify", "data": "embedded:tweets-sentiment", "missing": [],
+        "model_download": "all_minilm_l6_v2_en", "runs_offline": False}
+    assert "downloads the model all_minilm_l6_v2_en on first run" in kpipe("info", cwd=tmp_path).stdout
     assert info["data_packages"]["taylor"]["installed"] is True
 
 
