@@ -359,8 +359,6 @@ def cmd_similarity(args) -> int:
 
 def _map_points(args):
     """(labels, vectors, groups or None) for `kpipe map`: sentences through an embed export, or words."""
-    import numpy as np
-
     from kpipe.vectors import maps
 
     if args.texts or args.texts_file:
@@ -392,16 +390,10 @@ def _map_points(args):
         words = vectors.words[:args.top]
     elif args.words:
         words = args.words
-    rows = vectors.rows(words)
-    unknown = [w for w, row in zip(words, rows) if row is None]
+    labels, matrix, unknown = maps.word_points(vectors, words, args.source)
     if unknown:
         print(f"kpipe: warning: not in the vocabulary of {args.source}, left out: {', '.join(unknown)}", file=sys.stderr)
-    known = [(w, row) for w, row in zip(words, rows) if row is not None]
-    if len(known) < maps.MIN_POINTS:
-        raise KpipeError(f"only {len(known)} of the {len(words)} words are in the vocabulary of {args.source}; "
-                         f"a map needs at least {maps.MIN_POINTS}")
-    groups = [given_groups.get(w, "") for w, _ in known] if given_groups else None
-    return [w for w, _ in known], np.stack([vectors.matrix[row] for _, row in known]), groups
+    return labels, matrix, [given_groups.get(w, "") for w in labels] if given_groups else None
 
 
 def cmd_map(args) -> int:

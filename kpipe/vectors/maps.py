@@ -79,6 +79,21 @@ def kmeans_groups(vectors: np.ndarray, clusters: int, seed: int = 0) -> list[str
     return [f"cluster {i + 1}" for i in ids]
 
 
+def word_points(vectors, words: Sequence[str], source: str) -> tuple[list[str], np.ndarray, list[str]]:
+    """The words of `words` that `vectors` (a `WordVectors`) knows, their vectors (n, dim), and the unknown ones.
+
+    Raises:
+        KpipeError: fewer than MIN_POINTS words are known.
+    """
+    rows = vectors.rows(words)
+    known = [(w, row) for w, row in zip(words, rows) if row is not None]
+    if len(known) < MIN_POINTS:
+        raise KpipeError(f"only {len(known)} of the {len(words)} words are in the vocabulary of {source}; "
+                         f"a map needs at least {MIN_POINTS}")
+    return ([w for w, _ in known], np.stack([vectors.matrix[row] for _, row in known]),
+            [w for w, row in zip(words, rows) if row is None])
+
+
 def parse_groups(lines: Sequence[str], source: str) -> dict[str, str]:
     """Label lines: one `word<TAB or comma>group` each (a header line `word,group` is skipped)."""
     groups = {}
