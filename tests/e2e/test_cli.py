@@ -1,6 +1,5 @@
 """The `kpipe` command: help, and the one-line error (exit 2, nothing written) for each user mistake."""
 
-import concurrent.futures
 import json
 import subprocess
 import sys
@@ -173,26 +172,46 @@ def test_those_mistakes_are_reported_before_tensorflow_loads(tmp_path):
     assert result == {"codes": [2] * len(BEFORE_TENSORFLOW), "tensorflow": False}, run.stderr[-2000:]
 
 
+# One fresh process runs `main` on every data mistake, each in its own folder (TensorFlow loads once, not ten
+# times); one of them also goes through `python -m kpipe` itself.
+RUN_CASES = """
+import contextlib, io, json, os, sys
+from kpipe.cli.commands import main
+results = {}
+for case, folder, argv in json.loads(sys.argv[1]):
+    os.chdir(folder)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    results[case] = [code, err.getvalue()]
+print(json.dumps(results))
+"""
+
+
 @pytest.fixture(scope="module")
 def mistakes(tmp_path_factory):
-    """The data mistakes (found once TensorFlow has loaded) through the real command, each in its own
-    folder, four processes at a time."""
-    folders = {case: tmp_path_factory.mktemp("case") for case in AFTER_TENSORFLOW}  # here: mktemp is not thread-safe
+    """The data mistakes (found once TensorFlow has loaded): (exit code, stderr, files before, files after)."""
+    folders = {case: tmp_path_factory.mktemp("case") for case in AFTER_TENSORFLOW}
+    before = {case: prepare(folder) for case, folder in folders.items()}
+    run = subprocess.run([sys.executable, "-c", RUN_CASES,
+                          json.dumps([[case, str(folders[case]), CASES[case][0]] for case in AFTER_TENSORFLOW])],
+                         capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads(run.stdout.strip().splitlines()[-1])
+    return {case: (*results[case], before[case], sorted(str(p) for p in folders[case].rglob("*")))
+            for case in AFTER_TENSORFLOW}
 
-    def run_case(case):
-        before = prepare(folders[case])
-        result = kpipe(*CASES[case][0], cwd=folders[case])
-        return result, before, sorted(str(p) for p in folders[case].rglob("*"))
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(zip(AFTER_TENSORFLOW, pool.map(run_case, AFTER_TENSORFLOW)))
+def test_a_data_mistake_through_python_m_kpipe(tmp_path):
+    before = prepare(tmp_path)
+    result = kpipe(*CASES["one class"][0], cwd=tmp_path)
+    check_one_line("one class", result.returncode, result.stderr, before, sorted(str(p) for p in tmp_path.rglob("*")))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", AFTER_TENSORFLOW)
 def test_data_mistakes_get_one_line_exit_2_and_nothing_written(case, mistakes):
-    result, before, after = mistakes[case]
-    check_one_line(case, result.returncode, result.stderr, before, after)
+    check_one_line(case, *mistakes[case])
 
 
 def test_debug_flag_shows_the_traceback(capsys):
