@@ -69,3 +69,20 @@ def in_tmp_cwd(tmp_path, monkeypatch):
     """Run in an empty working directory, so `saved_models/` lands in tmp_path."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+# The slowest files (pytest --durations, 2026-11-27) are handed out first, so that neither xdist worker is left
+# running one of them alone at the end; the other files keep their order.
+SLOWEST_FIRST = [
+    "tests/e2e/test_translate_ensemble.py", "tests/e2e/test_readme.py", "tests/e2e/test_tune.py",
+    "tests/e2e/distribution/test_multi_worker_pipelines.py", "tests/e2e/test_transformer_end_to_end.py",
+    "tests/unit/training/test_training.py", "tests/e2e/test_runs.py", "tests/e2e/test_transformer_pretraining.py",
+    "tests/e2e/test_pretrained_pipeline.py", "tests/e2e/distribution/test_multi_worker.py",
+    "tests/e2e/test_end_to_end.py", "tests/e2e/test_serve.py", "tests/e2e/test_forecast_end_to_end.py",
+    "tests/e2e/test_translate_end_to_end.py",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: i for i, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
