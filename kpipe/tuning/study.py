@@ -21,6 +21,8 @@ import warnings
 from pathlib import Path
 from typing import Iterable
 
+import filelock
+
 from kpipe.config.pipelines import load_pipeline
 from kpipe.errors import ConfigError
 from kpipe.tuning.space import Dimension, check_space, load_space
@@ -108,16 +110,15 @@ def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOpt
     from kpipe.training.loop import monitor_mode
 
     folder.mkdir(parents=True, exist_ok=True)
-    storage = optuna.storages.RDBStorage(
-        options.storage or f"sqlite:///{(folder / 'study.db').resolve()}",
-        engine_kwargs={"connect_args": {"timeout": 60}} if not options.storage else {},
-        heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # heartbeats, plots
     direction = "maximize" if monitor_mode(metric) == "max" else "minimize"
-    study = optuna.create_study(storage=storage, study_name=study_name(config, dimensions, overrides),
-                                load_if_exists=True, direction=direction, sampler=make_sampler(options, dimensions),
-                                pruner=make_pruner(options.pruner))
+    # Two tuners starting at once would both create the database's tables (Optuna's schema set-up is not safe
+    # against that: "UNIQUE constraint failed: alembic_version"): on one machine a file lock makes them take
+    # turns; across machines (--storage URL) the loser retries once the winner has made them.
+    with filelock.FileLock(str(folder / "study.lock")):
+        study = _open_study(optuna, options, folder, study_name(config, dimensions, overrides), direction,
+                            make_sampler(options, dimensions), make_pruner(options.pruner))
     study.set_user_attr("metric", metric)
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     log.info("Study %s in %s: %d of %d trials finished so far; scored on %s", study.study_name,
@@ -131,6 +132,22 @@ def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOpt
     from kpipe.tuning.report import write_report
 
     return write_report(study, pipeline, overrides, dimensions, metric, folder, export_best=options.export_best)
+
+
+def _open_study(optuna, options: TuneOptions, folder: Path, name: str, direction: str, sampler, pruner,
+                attempts: int = 5):
+    for attempt in range(attempts):
+        try:
+            storage = optuna.storages.RDBStorage(
+                options.storage or f"sqlite:///{(folder / 'study.db').resolve()}",
+                engine_kwargs={"connect_args": {"timeout": 60}} if not options.storage else {},
+                heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS)
+            return optuna.create_study(storage=storage, study_name=name, load_if_exists=True, direction=direction,
+                                       sampler=sampler, pruner=pruner)
+        except Exception as error:  # sqlalchemy's IntegrityError/OperationalError while another process sets up
+            if attempt == attempts - 1 or "alembic_version" not in str(error) and "already exists" not in str(error):
+                raise
+            time.sleep(1 + attempt)
 
 
 def make_sampler(options: TuneOptions, dimensions: list[Dimension]):
