@@ -8,9 +8,13 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# Parsed word-vector files are cached per user (kpipe.vectors.cache): the tests' copies go to a
-# folder of their own (subprocesses inherit it), not into the developer's ~/.cache.
-os.environ.setdefault("KPIPE_CACHE_DIR", tempfile.mkdtemp(prefix="kpipe-test-cache-"))
+# Parsed word-vector files and fitted vocabularies are cached per user (kpipe.cache): the tests' copies go to
+# a folder of their own (subprocesses inherit it), not into the developer's ~/.cache. Both xdist workers of
+# one session share it (kpipe writes cache entries atomically), so a GloVe parse or a WordPiece fit that
+# several files need is done once per session, not once per worker.
+_SESSION = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+os.environ.setdefault("KPIPE_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"kpipe-test-cache-{_SESSION}")
+                      if _SESSION else tempfile.mkdtemp(prefix="kpipe-test-cache-"))
 
 import filelock
 import pytest

@@ -121,6 +121,10 @@ def cmd_run(args) -> int:
 
     config = load_pipeline(args.pipeline, _overrides(args))  # a bad config fails here, before TensorFlow loads
     check_runnable(config)
+    if config.training.strategy == "multi_worker":
+        from kpipe.config.cluster import read_tf_config
+
+        read_tf_config()  # a missing or malformed TF_CONFIG too
     _import_tensorflow_quietly()
     print(run_pipeline(config).summary)
     return 0

@@ -1,6 +1,7 @@
 """electricity-seasonal-ar on the real taylor series, small and quick: report, export, plain-TF reload, CLI."""
 
 import json
+import logging
 import subprocess
 import sys
 
@@ -10,6 +11,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
+from kpipe.config.pipelines import load_pipeline
+from kpipe.tasks import run_pipeline
 from tests.helpers import served
 
 pytestmark = pytest.mark.slow
@@ -144,11 +147,10 @@ def test_refit_trains_a_fresh_model_on_training_and_validation_windows(tmp_path)
     from sklearn.linear_model import Ridge
 
     import kpipe.models.rnn_forecaster  # noqa: F401  (registers TargetSlice for model.keras)
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-seasonal-ar", *QUICK, "--set",
-                          "training.epochs=3", "--set", "training.refit_with_validation=true", "--set",
-                          "evaluation.baseline=false"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "refit on training + validation" in run.stdout
+    result = run_pipeline(load_pipeline("electricity-seasonal-ar", [  # in-process: the fixture runs the command
+        *QUICK[1::2], "training.epochs=3", "training.refit_with_validation=true", "evaluation.baseline=false",
+        f'export.dir="{tmp_path / "saved_models"}"']))
+    assert "refit on training + validation" in result.summary
     export = tmp_path / "saved_models" / "electricity-seasonal-ar" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     refit, sizes = metrics["refit_with_validation"], metrics["data"]
@@ -172,7 +174,7 @@ def test_refit_trains_a_fresh_model_on_training_and_validation_windows(tmp_path)
     assert np.abs(kernel - ridge_fit(sizes["train"])).max() > 1e-2  # the training-only fit is another one
 
 
-def test_mstl_baseline_inside_the_model_is_mstl_on_each_window(tmp_path):
+def test_mstl_baseline_inside_the_model_is_mstl_on_each_window(tmp_path, caplog):
     """With model.add_baseline='mstl' the model without its recurrent correction forecasts what MSTL
     (statsforecast's trend model fitted on the training split, decomposed again on each window) forecasts
     from the same validation windows; the map is kept in the cache for the next run. A correction that
@@ -203,7 +205,7 @@ def test_mstl_baseline_inside_the_model_is_mstl_on_each_window(tmp_path):
     assert metrics["test"]["model"]["mae"] == pytest.approx(metrics["test"]["model_without_rnn"]["mae"], rel=1e-6)
     assert "switched off" in run.stdout
 
-    again = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-seasonal-ar", *mstl_only, "--set",
-                            "training.seed=2"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "read from" in again.stderr
+    with caplog.at_level(logging.INFO):
+        run_pipeline(load_pipeline("electricity-seasonal-ar", [*mstl_only[1::2], "training.seed=2",
+                                                               f'export.dir="{tmp_path / "saved_models"}"']))
+    assert "read from" in caplog.text

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.helpers import kpipe, served, wait_for
+from kpipe.config.pipelines import load_pipeline
+from kpipe.tasks import run_pipeline
+from tests.helpers import served, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -159,9 +161,8 @@ def test_without_batching_every_request_is_one_call(trained):
 
 
 def test_a_version_published_while_serving_is_picked_up(trained, server):
-    run = kpipe("run", "sentiment-bilstm", "--set", "training.epochs=1", "--set", "data.limit=300",
-                "--set", "model.units=[4]", cwd=trained)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_pipeline(load_pipeline("sentiment-bilstm", ["training.epochs=1", "data.limit=300", "model.units=[4]",
+                                                    f'export.dir="{trained / "saved_models"}"']))
     assert wait_for(lambda: server.get("/v1/models/sentiment-bilstm")[1]["model_version_status"][0]["version"]
                     == "2", timeout=60)
     labels, probabilities = reference(trained / "saved_models" / "sentiment-bilstm" / "2", TEXTS)

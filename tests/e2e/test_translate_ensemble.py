@@ -12,13 +12,13 @@ from tests.helpers import SMALL, write_reversal_pairs
 
 pytestmark = pytest.mark.slow
 
-ENSEMBLE = ["training.epochs=3", "training.learning_rate=0.01", "model.ensemble_members=3"]
+ENSEMBLE = ["training.epochs=3", "training.learning_rate=0.01", "model.ensemble_members=2"]
 
 
 @pytest.fixture(scope="module")
 def ensemble_exported(tmp_path_factory):
-    """Three members trained for three epochs on the reversal task: imperfect, so they disagree, and two of
-    them together decode the validation words better than the best alone (31.8 vs 34.8 % WER, measured)."""
+    """Two members trained for three epochs on the reversal task: imperfect, so they disagree, and the two
+    together decode the validation words better than the better one alone (50.0 vs 60.6 % WER, measured)."""
     folder = tmp_path_factory.mktemp("translate_ensemble")
     write_reversal_pairs(folder / "pairs.csv", 2000, seed=1)
     run = subprocess.run([sys.executable, "-m", "kpipe", "run", "g2p-attention", "--data", "pairs.csv",
@@ -40,12 +40,12 @@ def test_ensemble_keeps_the_members_that_decode_the_validation_split_best(ensemb
     folder, export = ensemble_exported
     metrics = json.loads((export / "metrics.json").read_text())
     ensemble = metrics["ensemble"]
-    assert [m["seed"] for m in ensemble["members"]] == [1337, 1338, 1339]
-    assert sorted({h["member"] for h in metrics["history"]}) == [1, 2, 3]
+    assert [m["seed"] for m in ensemble["members"]] == [1337, 1338]
+    assert sorted({h["member"] for h in metrics["history"]}) == [1, 2]
     alone = [m["val_word_error_rate"] for m in ensemble["members"]]
     assert len(set(alone)) > 1  # different seeds, different models
     by_size = {int(k): r for k, r in ensemble["val_word_error_rate_by_size"].items()}
-    assert by_size[1] == min(alone) and sorted(by_size) == [1, 2, 3]
+    assert by_size[1] == min(alone) and sorted(by_size) == [1, 2]
     kept = ensemble["kept_members"]
     assert kept >= 2  # so that what follows checks an ensemble export
     assert by_size[kept] == min(by_size.values())
@@ -108,9 +108,9 @@ def test_an_ensemble_run_killed_in_its_second_member_resumes_to_the_same_ensembl
     def without_timing(history):
         return [{k: v for k, v in h.items() if k != "epoch_seconds"} for h in history]
 
-    assert [h["member"] for h in resumed["history"]] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert [h["member"] for h in resumed["history"]] == [1, 1, 1, 2, 2, 2]
     assert without_timing(resumed["history"]) == without_timing(reference["history"])
     assert resumed["ensemble"] == reference["ensemble"]
     assert resumed["word_error_rate"] == reference["word_error_rate"]
     # Member 1 was not trained again, member 2 from its lost second epoch on (0-based epoch numbers).
-    assert trained_again == [1, 2, 0, 1, 2]
+    assert trained_again == [1, 2]

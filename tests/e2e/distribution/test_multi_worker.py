@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from kpipe.cli.commands import main
 from tests.helpers import finish, free_ports, start_workers, tf_config_env
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -77,18 +79,33 @@ def test_a_worker_whose_cluster_never_completes_gives_up_after_the_timeout(tmp_p
     assert time.monotonic() - started < 60
 
 
-@pytest.mark.parametrize("tf_config, message", [
+BAD_TF_CONFIGS = [
     (None, "needs TF_CONFIG"),
     ("{not json", "not a valid cluster description"),
     ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}', "index 3 is out of range"),
-])
-def test_bad_tf_config_is_one_line_exit_2(tmp_path, tf_config, message):
-    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+]
+
+
+@pytest.mark.parametrize("tf_config, message", BAD_TF_CONFIGS)
+def test_bad_tf_config_is_one_line_exit_2_before_tensorflow_loads(tmp_path, tf_config, message, monkeypatch,
+                                                                  capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
     if tf_config is not None:
-        env["TF_CONFIG"] = tf_config
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "sentiment-bilstm", "--strategy", "multi_worker"],
+        monkeypatch.setenv("TF_CONFIG", tf_config)
+    assert main(["run", "sentiment-bilstm", "--strategy", "multi_worker"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "saved_models").exists()
+
+
+def test_bad_tf_config_in_a_fresh_process_never_loads_tensorflow(tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if k != "TF_CONFIG"}, "TF_CONFIG": BAD_TF_CONFIGS[1][0]}
+    script = ("import sys\nfrom kpipe.cli.commands import main\ncode = main(sys.argv[1:])\n"
+              "print('tensorflow' in sys.modules)\nsys.exit(code)\n")
+    run = subprocess.run([sys.executable, "-c", script, "run", "sentiment-bilstm", "--strategy", "multi_worker"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr
+    assert run.returncode == 2 and BAD_TF_CONFIGS[1][1] in run.stderr and "Traceback" not in run.stderr
+    assert run.stdout.strip() == "False"
 
 
 def test_multi_worker_after_tensorflow_has_run_is_a_clear_error(tmp_path):
