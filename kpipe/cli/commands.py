@@ -24,6 +24,7 @@ from kpipe.errors import KpipeError
 # notes): glog's format, one letter for the severity, then the month and day.
 CPP_LOG_LINE = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d")
 CPP_SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}  # TF_CPP_MIN_LOG_LEVEL hides the severities below it
+SENTENCE_ENCODERS = ("classify", "embed")  # the tasks whose exports can have an `embed` signature
 
 
 def _quiet_tensorflow_logs(debug: bool) -> None:
@@ -211,7 +212,7 @@ def _write_answers(args, task: str, model_dir: Path, table, output: Path) -> int
     return 0
 
 
-def _export_of(args, task: str, command: str, signature: str = "") -> Path:
+def _export_of(args, task: str | tuple[str, ...], command: str, signature: str = "") -> Path:
     """The export folder the command was given, checked against its manifest before TensorFlow loads."""
     from kpipe.exports.open import open_export
 
@@ -236,7 +237,7 @@ def cmd_translate(args) -> int:
 
 def cmd_embed(args) -> int:
     table, output = _texts_and_output(args, "embed")
-    model_dir = _export_of(args, "classify", "kpipe embed", signature="embed")  # fails fast, before TensorFlow loads
+    model_dir = _export_of(args, SENTENCE_ENCODERS, "kpipe embed", signature="embed")  # fails fast, before TensorFlow loads
     if output:
         return _write_answers(args, "embed", model_dir, table, output)
     texts = table.texts
@@ -250,7 +251,7 @@ def cmd_embed(args) -> int:
 
 
 def cmd_similar(args) -> int:
-    model_dir = _export_of(args, "classify", "kpipe similar", signature="embed")  # fails fast, before TensorFlow loads
+    model_dir = _export_of(args, SENTENCE_ENCODERS, "kpipe similar", signature="embed")  # fails fast, before TensorFlow loads
     sentences = _input_texts(args, "rank")
     from kpipe.vectors.sentence_embeddings import most_similar
 
@@ -372,7 +373,7 @@ def _map_points(args):
         if args.texts_file:
             texts += _file_lines("--texts-file", args.texts_file)
         args.model = args.source
-        model_dir = _export_of(args, "classify", "kpipe map --texts", signature="embed")
+        model_dir = _export_of(args, SENTENCE_ENCODERS, "kpipe map --texts", signature="embed")
         from kpipe.vectors.sentence_embeddings import embed_texts
 
         return texts, embed_texts(model_dir, texts), None

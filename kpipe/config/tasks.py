@@ -19,7 +19,8 @@ from kpipe.datasets.time_series import TimeSeriesDataConfig
 from kpipe.errors import ConfigError
 from kpipe.models.configs import (BagOfNgramsConfig, CharGeneratorConfig, CharTransformerConfig,
                                   EnsembleClassifierConfig, PretrainedClassifierConfig, RNNClassifierConfig,
-                                  RNNForecasterConfig, Seq2SeqConfig, TransformerClassifierConfig, Word2VecConfig)
+                                  RNNForecasterConfig, SentenceEncoderConfig, Seq2SeqConfig,
+                                  TransformerClassifierConfig, Word2VecConfig)
 from kpipe.pretrained.presets import check_preset
 from kpipe.preprocessing.configs import (NamesPreprocessingConfig, PairPreprocessingConfig, SkipGramConfig,
                                          TextPreprocessingConfig, WindowConfig)
@@ -74,6 +75,10 @@ def check_classify_config(config: "PipelineConfig") -> None:
                               f"training.epochs={config.training.epochs}; make frozen_epochs smaller than epochs")
 
 
+def check_embed_config(config: "PipelineConfig") -> None:
+    check_preset(config.model.preset)
+
+
 def check_forecast_config(config: "PipelineConfig") -> None:
     problem = config.model.resolved(config.preprocessing).window_problem("model.", "preprocessing.")
     if problem:
@@ -107,6 +112,9 @@ TASKS = {spec.name: spec for spec in (
               "bag_of_ngrams": BagOfNgramsConfig, "ensemble": EnsembleClassifierConfig,
               "pretrained_classifier": PretrainedClassifierConfig},
              "kpipe.tasks.classify:run_classify", check_classify_config,
+             headline=("accuracy", "macro_f1", "baseline.accuracy")),
+    TaskSpec("embed", TextClassificationDataConfig, TextPreprocessingConfig,
+             {"sentence_encoder": SentenceEncoderConfig}, "kpipe.tasks.embed:run_embed", check_embed_config,
              headline=("accuracy", "macro_f1", "baseline.accuracy")),
     TaskSpec("forecast", TimeSeriesDataConfig, WindowConfig, {"rnn_forecaster": RNNForecasterConfig},
              "kpipe.tasks.forecast:run_forecast", check_forecast_config,

@@ -29,6 +29,7 @@ COMMANDS = {
     "generate": "kpipe generate EXPORT --count 10",
     "forecast": "kpipe forecast EXPORT --input recent.csv",
     "word2vec": "kpipe neighbors WORD --vectors EXPORT/vectors.txt",
+    "embed": "kpipe embed EXPORT \"some text\"",
 }
 
 
@@ -73,18 +74,25 @@ def read(folder: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def require(folder: Path, task: str, command: str, *, signature: str = "") -> dict:
-    """The manifest of `folder`, checked to be a `task` export (with `signature`, if given).
+def _a(word) -> str:
+    return f"{'an' if str(word)[:1] in 'aeiou' else 'a'} {word}"
+
+
+def require(folder: Path, task: str | tuple[str, ...], command: str, *, signature: str = "") -> dict:
+    """The manifest of `folder`, checked to be an export of `task` (or of one of several tasks), with
+    `signature`, if given.
 
     Raises:
         WrongExportError: one line naming what the export is and the command that fits it.
     """
     manifest = read(folder)
     found = manifest.get("task")
-    if found != task:
+    tasks = (task,) if isinstance(task, str) else tuple(task)
+    if found not in tasks:
         use = COMMANDS.get(found, "").replace("EXPORT", str(folder))
-        raise WrongExportError(f"{folder} is a {found} export (pipeline {manifest.get('pipeline')}), but `{command}` "
-                               f"needs a {task} export" + (f"; for this one use: {use}" if use else ""))
+        raise WrongExportError(f"{folder} is {_a(found)} export (pipeline {manifest.get('pipeline')}), but "
+                               f"`{command}` needs {_a(' or '.join(tasks))} export"
+                               + (f"; for this one use: {use}" if use else ""))
     if signature and signature not in manifest.get("signatures", {}):
         raise WrongExportError(f"{folder} ({manifest.get('family')}, pipeline {manifest.get('pipeline')}) has no "
                                f"`{signature}` signature, which `{command}` needs")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import keras
 
 from kpipe.models.configs import PretrainedClassifierConfig
-from kpipe.models.masked_pooling import MaskedMeanPooling
+from kpipe.pretrained.encoder import backbone_inputs, freeze_pooler, pool
 
 
 def build_pretrained_classifier(config: PretrainedClassifierConfig, backbone: keras.Model) -> keras.Model:
@@ -29,16 +29,8 @@ def build_pretrained_classifier(config: PretrainedClassifierConfig, backbone: ke
         backbone.enable_lora(config.lora_rank)
     elif config.backbone_training in ("frozen", "two_phase"):
         backbone.trainable = False
-    inputs = {name: keras.Input((None,), dtype=tensor.dtype, name=name) for name, tensor in backbone.input.items()}
-    outputs = backbone(inputs)
-    sequence = outputs["sequence_output"] if isinstance(outputs, dict) else outputs
-    sequence = keras.layers.Identity(name="encoder_output")(sequence)
-    if config.pooling == "cls":
-        pooled = outputs.get("pooled_output") if isinstance(outputs, dict) else None
-        pooled = sequence[:, 0, :] if pooled is None else pooled
-    else:
-        _freeze_pooler(backbone)  # BERT's [CLS] pooler gets no gradient under mean pooling
-        pooled = MaskedMeanPooling(name="mean_pooling")(sequence, mask=inputs["padding_mask"])
+    inputs = backbone_inputs(backbone)
+    pooled = pool(backbone, inputs, config.pooling)
     pooled = keras.layers.Identity(name="sentence_embedding")(pooled)
     x = keras.layers.Dropout(config.dropout, name="head_dropout")(pooled)
     binary = config.num_classes == 2
@@ -46,12 +38,6 @@ def build_pretrained_classifier(config: PretrainedClassifierConfig, backbone: ke
                                        activation="sigmoid" if binary else "softmax", dtype="float32",
                                        name="probabilities")(x)
     return keras.Model(inputs, probabilities, name="pretrained_classifier")
-
-
-def _freeze_pooler(backbone: keras.Model) -> None:
-    names = {layer.name for layer in backbone.layers}
-    if "pooled_dense" in names:
-        backbone.get_layer("pooled_dense").trainable = False
 
 
 def backbone_of(model: keras.Model) -> keras.Model:
@@ -66,7 +52,7 @@ def unfreeze_backbone(model: keras.Model, pooling: str = "mean") -> None:
     backbone = backbone_of(model)
     backbone.trainable = True
     if pooling != "cls":
-        _freeze_pooler(backbone)
+        freeze_pooler(backbone)
 
 
 def embedding_model(model: keras.Model) -> keras.Model:

@@ -20,12 +20,13 @@ def embed_texts(model: str | Path, texts: list[str], *, export_dir: str | Path =
     """(len(texts), hidden_dim) float32 embeddings of raw strings; `on_batch(n)` after each batch of n.
 
     Raises:
-        KpipeError: the export has no `embed` signature (only transformer classifiers have one).
+        KpipeError: the export has no `embed` signature (transformer classifiers and sentence encoders have one).
     """
     import tensorflow as tf
 
-    # Sentence embeddings come from transformer classifiers (e.g. `kpipe run sentiment-transformer`).
-    loaded = open_export(model, task="classify", command="kpipe embed", export_dir=export_dir,
+    # Sentence embeddings come from transformer classifiers (`kpipe run sentiment-transformer`), fine-tuned
+    # pretrained encoders (`sentiment-minilm`) and pretrained encoders as they are (`minilm-embeddings`).
+    loaded = open_export(model, task=("classify", "embed"), command="kpipe embed", export_dir=export_dir,
                          signature="embed").loaded
     return concatenate(call_in_batches(lambda batch: loaded.embed(tf.constant(list(batch)))["embedding"].numpy(),
                                        texts, batch_size=batch_size, on_batch=on_batch))

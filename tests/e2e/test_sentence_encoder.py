@@ -1,0 +1,86 @@
+"""minilm-embeddings on a tiny Hugging Face checkpoint made here: a pretrained encoder exported as it is
+(nothing trains), its embeddings pinned against NumPy on the checkpoint's own backbone, the linear-probe
+report beside the baseline, and `kpipe embed` / `kpipe similar` / `kpipe map --texts` on the export."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kpipe.cli.commands import main
+from kpipe.config.pipelines import load_pipeline
+from kpipe.tasks import run_pipeline
+from tests.helpers import write_hugging_face_checkpoint
+
+pytestmark = pytest.mark.slow
+TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", "", "good good good movie"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sentence_encoder")
+    backbone = write_hugging_face_checkpoint(folder / "checkpoint", seed=3)
+    # in-process: `kpipe run` has its subprocess tests; sequence_length 256 is cut to the checkpoint's 64
+    result = run_pipeline(load_pipeline("minilm-embeddings", [
+        f'model.preset="{folder / "checkpoint"}"', "data.limit=300", f'export.dir="{folder / "saved_models"}"']))
+    return folder, backbone, result
+
+
+def test_the_export_embeds_raw_strings_as_the_masked_mean_of_the_checkpoints_last_layer(exported):
+    """NumPy on the backbone the checkpoint was written from: mean of the last layer over the tokens
+    that are not padding ([CLS] and [SEP] included, as sentence-transformers does), scaled to unit length."""
+    from kpipe.pretrained import presets
+
+    folder, backbone, result = exported
+    inputs = presets.load_preprocessor(str(folder / "checkpoint"), 64)(tf.constant(TEXTS))
+    sequence = backbone(inputs)["sequence_output"].numpy().astype(np.float64)
+    mask = inputs["padding_mask"].numpy()[..., None].astype(np.float64)
+    mean = (sequence * mask).sum(axis=1) / mask.sum(axis=1)
+    expected = mean / np.linalg.norm(mean, axis=1, keepdims=True)
+
+    loaded = tf.saved_model.load(str(result.export_dir))
+    embeddings = loaded.embed(tf.constant(TEXTS))["embedding"].numpy()
+    assert embeddings.shape == (len(TEXTS), 16)
+    np.testing.assert_allclose(embeddings, expected, atol=1e-5)
+    manifest = json.loads((result.export_dir / "kpipe.json").read_text())
+    assert manifest["task"] == "embed" and set(manifest["signatures"]) == {"embed"}
+
+
+def test_the_report_has_the_linear_probe_beside_the_baseline(exported):
+    _, _, result = exported
+    metrics = json.loads((result.export_dir / "metrics.json").read_text())
+    assert metrics["data"] == {**metrics["data"], "train": 240, "validation": 30, "test": 30}
+    assert metrics["pretrained"]["format"] == "hugging face" and metrics["pretrained"]["dimension"] == 16
+    by_c = {float(c): a for c, a in metrics["validation_accuracy_by_C"].items()}
+    assert metrics["C"] == max(by_c, key=lambda c: (by_c[c], -c))  # chosen on validation, never on test
+    assert 0.0 <= metrics["accuracy"] <= 1.0 and "accuracy" in metrics["baseline"]
+    assert metrics["epochs_trained"] == 0
+    assert "probe" in result.summary and "tfidf + logistic regression" in result.summary
+
+
+def test_embed_similar_and_map_read_the_export(exported, monkeypatch, capsys, tmp_path):
+    folder, _, result = exported
+    monkeypatch.chdir(folder)
+    assert main(["embed", "minilm-embeddings", "great crew thanks", "--json"]) == 0
+    vector = np.array(json.loads(capsys.readouterr().out)["embedding"])
+    assert vector.shape == (16,) and np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
+
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("\n".join(TEXTS[1:] + ["great crew thanks"]) + "\n")
+    assert main(["similar", "minilm-embeddings", "--query", "great crew thanks", "--file", str(sentences),
+                 "-k", "2"]) == 0
+    best = capsys.readouterr().out.splitlines()[0]
+    assert best.endswith("great crew thanks") and best.startswith("1.0")  # the query itself, cosine 1
+
+    assert main(["map", "minilm-embeddings", "--texts", *TEXTS[:3], "--out", "m.png", "--csv", "m.csv"]) == 0
+    assert [r["label"] for r in csv.DictReader((folder / "m.csv").open())] == TEXTS[:3]
+
+
+def test_predict_on_a_sentence_encoder_says_which_command_fits(exported, monkeypatch, capsys):
+    folder, _, result = exported
+    monkeypatch.chdir(folder)
+    assert main(["predict", "minilm-embeddings", "hello"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is an embed export" in err[0] and "kpipe embed" in err[0]
