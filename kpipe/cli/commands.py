@@ -430,9 +430,9 @@ def cmd_compare(args) -> int:
 # === Argument parsing ===
 
 def main(argv: list[str] | None = None) -> int:
-    from kpipe.cli.parser import build_parser
+    from kpipe.cli.parser import build_parser, parse
 
-    args = build_parser().parse_args(argv)
+    args = parse(build_parser(), sys.argv[1:] if argv is None else list(argv))
     _quiet_tensorflow_logs(args.debug)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")

@@ -319,3 +319,19 @@ def add_compare(sub, commands) -> None:
                          help="an export folder, or a pipeline name / folder of versions (all its versions)")
     compare.add_argument("--out", default="compare.png", help="the PNG of validation curves (default compare.png)")
     compare.set_defaults(func=commands.cmd_compare)
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """`parser.parse_args(argv)`, except that a command's options may come before its positional values
+    (`kpipe predict MODEL --json "some text"`): argparse alone takes the texts for unknown arguments then,
+    so the command's own arguments are parsed again, intermixed."""
+    args, extra = parser.parse_known_args(argv)
+    command = getattr(args, "command", None)
+    if extra and command:
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        rest = argv[argv.index(command) + 1:]
+        try:
+            return argparse.Namespace(**{**vars(args), **vars(subparsers.choices[command].parse_intermixed_args(rest))})
+        except TypeError:  # a command whose positionals cannot be intermixed: argparse's own error below
+            pass
+    return parser.parse_args(argv)
