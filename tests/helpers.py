@@ -67,6 +67,37 @@ def write_keras_hub_preset(folder: Path, seed: int = 0):
     return backbone
 
 
+def write_distil_bert_preset(folder: Path, seed: int = 0):
+    """A keras-hub DistilBERT preset (no segment ids), hidden size 16, over VOCABULARY; returns its backbone."""
+    import keras
+    import keras_hub
+
+    keras.utils.set_random_seed(seed)
+    backbone = keras_hub.models.DistilBertBackbone(vocabulary_size=len(VOCABULARY), num_layers=2, num_heads=2,
+                                                   hidden_dim=16, intermediate_dim=32, max_sequence_length=64)
+    backbone.save_to_preset(str(folder))
+    keras_hub.models.DistilBertTokenizer(vocabulary=VOCABULARY, lowercase=True).save_to_preset(str(folder))
+    return backbone
+
+
+def write_roberta_preset(folder: Path, seed: int = 0):
+    """A keras-hub RoBERTa preset (byte-pair tokenizer, <s> </s> <pad>), hidden size 16; returns its backbone."""
+    import keras
+    import keras_hub
+
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "\u0120", *letters, *(f"\u0120{c}" for c in letters),
+              "go", "od", "\u0120go", "\u0120good"]
+    merges = ["g o", "o d", "\u0120 g", "\u0120g o", "\u0120go od"]
+    keras.utils.set_random_seed(seed)
+    backbone = keras_hub.models.RobertaBackbone(vocabulary_size=len(tokens), num_layers=2, num_heads=2,
+                                                hidden_dim=16, intermediate_dim=32, max_sequence_length=64)
+    backbone.save_to_preset(str(folder))
+    keras_hub.models.RobertaTokenizer(vocabulary={t: i for i, t in enumerate(tokens)},
+                                      merges=merges).save_to_preset(str(folder))
+    return backbone
+
+
 def write_hugging_face_checkpoint(folder: Path, seed: int = 0):
     """A folder as `transformers` writes a BertModel (config.json, vocab.txt, tokenizer_config.json,
     model.safetensors with its tensor names and (out, in) layouts); returns the backbone it holds."""

@@ -57,7 +57,7 @@ def check_classify_config(config: "PipelineConfig") -> None:
     if isinstance(model, BagOfNgramsConfig):
         return
     if isinstance(model, PretrainedClassifierConfig):
-        check_preset(model.preset)
+        check_preset(model.preset, config.preprocessing.sequence_length)
         if model.backbone_training == "two_phase" and model.head_epochs >= config.training.epochs:
             raise ConfigError(f"model.head_epochs={model.head_epochs} leaves no epoch for fine-tuning the encoder "
                               f"with training.epochs={config.training.epochs}; make head_epochs smaller than epochs")
@@ -76,7 +76,7 @@ def check_classify_config(config: "PipelineConfig") -> None:
 
 
 def check_embed_config(config: "PipelineConfig") -> None:
-    check_preset(config.model.preset)
+    check_preset(config.model.preset, config.preprocessing.sequence_length)
 
 
 def check_forecast_config(config: "PipelineConfig") -> None:

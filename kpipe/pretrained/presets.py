@@ -40,11 +40,18 @@ def cache_folder(preset: str) -> Path:
     return Path(os.environ.get("KAGGLEHUB_CACHE", "~/.cache/kagglehub")).expanduser()
 
 
-def check_preset(preset: str) -> None:
-    """A local preset must be a folder holding config.json (both formats have one); checked before TensorFlow loads.
+# The text encoders keras-hub converts from Hugging Face format (keras_hub/src/utils/transformers).
+HUGGING_FACE_TEXT_ENCODERS = ("albert", "bert", "distilbert", "roberta", "xlm-roberta")
+POSITION_OFFSET = {"roberta": 2, "xlm-roberta": 2}  # positions these models reserve after the padding id
+
+
+def check_preset(preset: str, sequence_length: int | None = None) -> None:
+    """A local preset must be a checkpoint keras-hub can load for kpipe: a folder holding config.json (both
+    formats have one); in Hugging Face format, a text encoder keras-hub converts, with safetensors weights;
+    with position embeddings for `sequence_length` tokens. Checked before TensorFlow loads.
 
     Raises:
-        ConfigError: one line naming the folder and what it lacks.
+        ConfigError: one line naming the folder, what is wrong with it and what to do.
     """
     if not preset:
         raise ConfigError('model.preset is empty; name a keras-hub preset (e.g. "all_minilm_l6_v2_en") or a '
@@ -58,6 +65,33 @@ def check_preset(preset: str) -> None:
     if not (folder / "config.json").is_file():
         raise ConfigError(f"model.preset folder {preset} has no config.json: not a keras-hub preset nor a Hugging "
                           "Face checkpoint")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if "model_type" in config:
+        limit = _check_hugging_face_folder(preset, folder, config)
+    else:
+        limit = config.get("config", {}).get("max_sequence_length")
+    if sequence_length and limit and sequence_length > limit:
+        raise ConfigError(f"preprocessing.sequence_length={sequence_length} is more than the {limit} tokens the "
+                          f"checkpoint in {preset} has position embeddings for; set preprocessing.sequence_length="
+                          f"{limit} or less")
+
+
+def _check_hugging_face_folder(preset: str, folder: Path, config: dict) -> int | None:
+    """Raise ConfigError for a Hugging Face folder kpipe cannot use; return its position limit."""
+    kind = config["model_type"]
+    if kind not in HUGGING_FACE_TEXT_ENCODERS:
+        raise ConfigError(f"model.preset folder {preset} holds a '{kind}' checkpoint, which kpipe cannot fine-tune "
+                          "from Hugging Face format; keras-hub converts these text encoders: "
+                          f"{', '.join(HUGGING_FACE_TEXT_ENCODERS)}")
+    if not any((folder / name).is_file() for name in ("model.safetensors", "model.safetensors.index.json")):
+        if any(folder.glob("pytorch_model*.bin")):
+            raise ConfigError(
+                f"model.preset folder {preset} has PyTorch weights (pytorch_model.bin) only, and keras-hub reads "
+                "safetensors; convert them once with: python -c \"from transformers import AutoModel; "
+                f"AutoModel.from_pretrained('{folder}').save_pretrained('{folder}', safe_serialization=True)\"")
+        raise ConfigError(f"model.preset folder {preset} has no model.safetensors: its weights are missing")
+    positions = config.get("max_position_embeddings")
+    return positions - POSITION_OFFSET.get(kind, 0) if positions else None
 
 
 def describe(preset: str) -> dict:

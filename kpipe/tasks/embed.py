@@ -90,14 +90,8 @@ def run_embed(config: PipelineConfig) -> RunResult:
 
 def _run_embed(run: Run, config: PipelineConfig) -> RunResult:
     model_config: SentenceEncoderConfig = config.model
-    backbone = presets.load_backbone(model_config.preset)
-    length = config.preprocessing.sequence_length
-    if length > getattr(backbone, "max_sequence_length", length):  # more than the position embeddings cover
-        log.info("Texts cut at %d tokens, the most %s has position embeddings for (preprocessing.sequence_length "
-                 "= %d)", backbone.max_sequence_length, model_config.preset, length)
-        length = backbone.max_sequence_length
-    preprocessor = presets.load_preprocessor(model_config.preset, length)
-    encoder = build_sentence_encoder(model_config, backbone)
+    preprocessor = presets.load_preprocessor(model_config.preset, config.preprocessing.sequence_length)
+    encoder = build_sentence_encoder(model_config, presets.load_backbone(model_config.preset))
     splits = load_text_classification(config.data)
     started = time.perf_counter()
     features = {name: embed_by_length(encoder, preprocessor, split.texts, config.training.batch_size)

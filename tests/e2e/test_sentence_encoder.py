@@ -22,9 +22,10 @@ TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", ""
 def exported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("sentence_encoder")
     backbone = write_hugging_face_checkpoint(folder / "checkpoint", seed=3)
-    # in-process: `kpipe run` has its subprocess tests; sequence_length 256 is cut to the checkpoint's 64
+    # in-process: `kpipe run` has its subprocess tests. The checkpoint has 64 positions, not MiniLM's 512.
     result = run_pipeline(load_pipeline("minilm-embeddings", [
-        f'model.preset="{folder / "checkpoint"}"', "data.limit=300", f'export.dir="{folder / "saved_models"}"']))
+        f'model.preset="{folder / "checkpoint"}"', "data.limit=300", "preprocessing.sequence_length=64",
+        f'export.dir="{folder / "saved_models"}"']))
     return folder, backbone, result
 
 

@@ -1,10 +1,13 @@
 """Loading pretrained encoders: both checkpoint formats load through keras-hub with their weights, and a
 preset that is not on this machine stops with one line that says what to do."""
 
+import json
+
 import numpy as np
 import pytest
 import requests
 
+from kpipe.cli.commands import main
 from kpipe.errors import ConfigError
 from kpipe.pretrained import presets
 from tests.helpers import VOCABULARY, write_hugging_face_checkpoint, write_keras_hub_preset
@@ -65,3 +68,37 @@ def test_a_local_preset_is_checked_before_tensorflow_loads(tmp_path):
     with pytest.raises(ConfigError, match=r"has no config.json: not a keras-hub preset nor a Hugging Face"):
         presets.check_preset(str(tmp_path))
     presets.check_preset("all_minilm_l6_v2_en")  # a name: checked when it loads
+
+
+def hugging_face_folder(folder, model_type="bert", weights="model.safetensors", positions=512):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"model_type": model_type, "max_position_embeddings": positions}))
+    (folder / weights).write_bytes(b"")
+    return folder
+
+
+@pytest.mark.parametrize("make, overrides, message", [
+    (lambda d: hugging_face_folder(d, "gpt2"), [],
+     "holds a 'gpt2' checkpoint, which kpipe cannot fine-tune from Hugging Face format; keras-hub converts these "
+     "text encoders: albert, bert, distilbert, roberta, xlm-roberta"),
+    (lambda d: hugging_face_folder(d, weights="pytorch_model.bin"), [],
+     "has PyTorch weights (pytorch_model.bin) only, and keras-hub reads safetensors; convert them once with: "
+     "python -c \"from transformers import AutoModel;"),
+    (lambda d: hugging_face_folder(d, positions=64), ["--set", "preprocessing.sequence_length=65"],
+     "preprocessing.sequence_length=65 is more than the 64 tokens the checkpoint in"),
+    (lambda d: hugging_face_folder(d, "roberta", positions=66), ["--set", "preprocessing.sequence_length=65"],
+     "is more than the 64 tokens"),  # RoBERTa keeps two positions after its padding id
+    (lambda d: (d.mkdir(), (d / "config.json").write_text(json.dumps(
+        {"class_name": "BertBackbone", "config": {"max_sequence_length": 32}})), d)[-1], [],
+     "preprocessing.sequence_length=64 is more than the 32 tokens"),
+], ids=["not-a-text-encoder", "pytorch-weights-only", "too-long", "roberta-too-long", "keras-hub-too-long"])
+@pytest.mark.parametrize("pipeline", ["sentiment-minilm", "minilm-embeddings"])
+def test_a_checkpoint_kpipe_cannot_use_is_one_line_exit_2_and_nothing_written(tmp_path, monkeypatch, capsys, make,
+                                                                              overrides, message, pipeline):
+    monkeypatch.chdir(tmp_path)
+    make(tmp_path / "checkpoint")
+    length = [] if overrides else ["--set", "preprocessing.sequence_length=64"]
+    assert main(["run", pipeline, "--set", "model.preset=checkpoint", *length, *overrides]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "saved_models").exists()
