@@ -1,0 +1,105 @@
+"""Fine-tuning throughput on the embedded tweets: kpipe's pretrained classifier (texts cut to each batch's
+longest, batches grouped by length) against the keras-hub guide's recipe (`keras_hub.models.TextClassifier
+.from_preset` with its preprocessor padding every text to a fixed `sequence_length`, kpipe's maximum), on the
+same checkpoint, texts, batch size and optimizer (AdamW 5e-5). The two alternate, `--repeats` times each;
+every measurement trains `--steps` batches after a warm-up of two and reports training samples per second.
+
+This is training speed only; both train the same encoder on the same data, so their accuracy after an epoch
+is compared by running the pipeline (`kpipe run sentiment-minilm`), not here.
+
+    python benchmarks/pretrained_throughput.py --preset /path/to/all-MiniLM-L6-v2 [--steps 40 --repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def tweets(limit: int):
+    from kpipe.config.pipelines import load_pipeline
+    from kpipe.datasets.text_classification import load_text_classification
+
+    splits = load_text_classification(load_pipeline("sentiment-minilm", [f"data.limit={limit}"]).data)
+    return splits.train.texts, splits.train.labels
+
+
+def optimizer(steps: int):
+    from kpipe.config.training import TrainingConfig
+    from kpipe.training.loop import make_optimizer
+
+    return make_optimizer(TrainingConfig(optimizer="adamw", learning_rate=5e-5), 5e-5, steps=steps)
+
+
+def kpipe_fit(preset: str, texts, labels, batch: int, length: int, steps: int) -> float:
+    import keras
+
+    from kpipe.models.configs import PretrainedClassifierConfig
+    from kpipe.pretrained import classifier, inputs, presets
+    from kpipe.preprocessing.buckets import quantile_boundaries
+
+    preprocessor = presets.load_preprocessor(preset, length)
+    boundaries = quantile_boundaries(inputs.token_lengths(texts, preprocessor), 4, length)
+    data = inputs.make_pretrained_dataset(texts, labels, preprocessor, batch_size=batch, shuffle=True,
+                                          boundaries=boundaries).repeat()
+    model = classifier.build_pretrained_classifier(PretrainedClassifierConfig(preset=preset, num_classes=3),
+                                                   presets.load_backbone(preset))
+    model.compile(optimizer(steps + 2), keras.losses.SparseCategoricalCrossentropy(), jit_compile=False)
+    return timed_fit(model, data, steps)
+
+
+def keras_hub_fit(preset: str, texts, labels, batch: int, length: int, steps: int) -> float:
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    preprocessor = keras_hub.models.TextClassifierPreprocessor.from_preset(preset, sequence_length=length)
+    model = keras_hub.models.TextClassifier.from_preset(preset, num_classes=3, preprocessor=None)
+    data = (tf.data.Dataset.from_tensor_slices((list(texts), labels)).shuffle(len(labels), seed=0).batch(batch)
+            .map(lambda x, y: (preprocessor(x), y), num_parallel_calls=tf.data.AUTOTUNE).cache().repeat()
+            .prefetch(tf.data.AUTOTUNE))
+    model.compile(optimizer(steps + 2), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=False)
+    return timed_fit(model, data, steps)
+
+
+def timed_fit(model, data, steps: int) -> float:
+    """Samples per second over `steps` batches, after two warm-up batches (tracing)."""
+    model.fit(data, steps_per_epoch=2, epochs=1, verbose=0)
+    batch = next(iter(data))[1].shape[0]
+    started = time.perf_counter()
+    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+    return steps * batch / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", required=True, help="a keras-hub preset or checkpoint folder")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--length", type=int, default=64, help="kpipe's maximum word pieces (sentiment-minilm: 64)")
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--limit", type=int, default=4000, help="tweets to draw the batches from")
+    args = parser.parse_args()
+    texts, labels = tweets(args.limit)
+    ways = {"kpipe (batch's longest, length buckets)": kpipe_fit,
+            f"keras-hub recipe (padded to {args.length})": keras_hub_fit}
+    rates = {name: [] for name in ways}
+    for repeat in range(args.repeats):
+        for name in (list(ways) if repeat % 2 == 0 else list(reversed(ways))):
+            rates[name].append(ways[name](args.preset, texts, labels, args.batch, args.length, args.steps))
+            print(f"{name}: {rates[name][-1]:.1f} samples/s", flush=True)
+    print(f"\nbatch {args.batch}, {args.steps} steps per measurement, {args.repeats} measurements each, alternating")
+    for name, values in rates.items():
+        print(f"{name:45s} median {statistics.median(values):6.1f} samples/s (min {min(values):.1f}, "
+              f"max {max(values):.1f})")
+    first, second = (statistics.median(v) for v in rates.values())
+    print(f"kpipe trains {first / second:.2f}x as many samples per second")
+
+
+if __name__ == "__main__":
+    main()
