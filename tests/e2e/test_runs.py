@@ -96,30 +96,23 @@ def test_kill_9_at_two_epochs_then_rerun_ends_as_the_uninterrupted_run(tmp_path,
         np.testing.assert_allclose(w, ref_w, rtol=1e-5, atol=1e-6)
 
 
-def test_a_second_run_of_a_live_config_stops_at_once_and_the_first_finishes(tmp_path):
+def test_two_configs_run_side_by_side_and_a_second_run_of_a_live_config_stops_at_once(tmp_path):
+    """Two seeds of one pipeline train at once, each to its own version; meanwhile a second run of the first
+    seed's config stops at once (one line, exit 2) and the first finishes."""
     noisy_reviews(tmp_path, n=600)
-    args = ARGS + ["--set", "training.epochs=2"]
-    first = start(args, tmp_path)
+    configs = [ARGS + ["--set", "training.epochs=2", "--set", f"training.seed={seed}"] for seed in (1, 2)]
+    runs = [start(args, tmp_path) for args in configs]
     locks = tmp_path / "saved_models" / "imdb-bilstm" / ".locks"
-    wait_for(lambda: any(locks.glob("*.owner.json")), first)
-    second = kpipe(*args, cwd=tmp_path)
+    wait_for(lambda: len(list(locks.glob("*.owner.json"))) == 2, runs[0])
+    second = kpipe(*configs[0], cwd=tmp_path)
     assert second.returncode == 2
     last_line = second.stderr.strip().splitlines()[-1]
-    assert f"another run of this config is in progress (process {first.pid} " in last_line
+    assert f"another run of this config is in progress (process {runs[0].pid} " in last_line
     assert "Traceback" not in second.stderr
-    _, err = first.communicate(timeout=600)
-    assert first.returncode == 0, err[-3000:]
-    versions = sorted(p.name for p in (tmp_path / "saved_models" / "imdb-bilstm").iterdir() if p.name.isdigit())
-    assert versions == ["1"]
-
-
-def test_two_configs_of_one_pipeline_run_side_by_side(tmp_path):
-    noisy_reviews(tmp_path, n=600)
-    runs = [start(ARGS + ["--set", "training.epochs=2", "--set", f"training.seed={seed}"], tmp_path)
-            for seed in (1, 2)]
     for process in runs:
         _, err = process.communicate(timeout=600)
         assert process.returncode == 0, err[-3000:]
     root = tmp_path / "saved_models" / "imdb-bilstm"
+    assert sorted(p.name for p in root.iterdir() if p.name.isdigit()) == ["1", "2"]
     seeds = sorted(json.loads((root / v / "metrics.json").read_text())["history"][0]["loss"] for v in ("1", "2"))
     assert seeds[0] != seeds[1]  # two different models, one per version
