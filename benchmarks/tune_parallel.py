@@ -10,7 +10,6 @@ The ways alternate over `--repeats`; each runs in a fresh folder with its own SQ
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -20,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from tune_pruning import study_parser  # run as `python benchmarks/tune_parallel.py`: a sibling
 
 
 def tune_command(args) -> list[str]:
@@ -50,14 +51,7 @@ def run_way(way: str, args, folder: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pipeline", default="sentiment-bigrams")
-    parser.add_argument("--trials", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=1, help="pairs of measurements, order alternating")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
-    parser.add_argument("--json", type=Path, help="write the raw figures here")
-    args = parser.parse_args()
+    args = study_parser(__doc__, trials=8).parse_args()
     if shutil.which("taskset") is None:
         sys.exit("taskset (util-linux) is needed to pin each process to a core")
     if len(os.sched_getaffinity(0)) < 2:
@@ -72,7 +66,8 @@ def main() -> None:
                 print(json.dumps(result), flush=True)
                 results.append(result)
 
-    print(f"\n{args.pipeline}, {args.trials} trials (random sampler, no pruning), overrides: {' '.join(args.set) or '-'}")
+    print(f"\n{args.pipeline}, {args.trials} trials (random sampler, no pruning), "
+          f"overrides: {' '.join(args.set) or '-'}")
     for way in ("one process", "two pinned"):
         times = [r["seconds"] for r in results if r["way"] == way]
         trial_times = [r["trial_seconds_median"] for r in results if r["way"] == way]

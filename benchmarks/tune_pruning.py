@@ -45,15 +45,20 @@ def run_study(pipeline: str, trials: int, pruner: str, seed: int, overrides: lis
             "validation_examples": n, "best_test_accuracy": metrics.get("accuracy")}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def study_parser(description: str, trials: int) -> argparse.ArgumentParser:
+    """The options both tuning benchmarks take (tune_parallel.py imports this)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pipeline", default="sentiment-bigrams")
-    parser.add_argument("--trials", type=int, default=16)
+    parser.add_argument("--trials", type=int, default=trials)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=1, help="pairs of studies, order alternating")
+    parser.add_argument("--repeats", type=int, default=1, help="pairs of measurements, order alternating")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     parser.add_argument("--json", type=Path, help="write the raw figures here")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = study_parser(__doc__, trials=16).parse_args()
 
     results = []
     with tempfile.TemporaryDirectory(prefix="tune-pruning-") as tmp:
@@ -66,7 +71,8 @@ def main() -> None:
                 results.append(result)
 
     print(f"\n{args.pipeline}, {args.trials} trials, TPE seed {args.seed}, overrides: {' '.join(args.set) or '-'}")
-    print(f"{'pruner':8s} {'epochs':>7s} {'pruned':>7s} {'seconds':>8s} {'best val':>9s} {'± s.e.':>7s} {'its test':>9s}")
+    print(f"{'pruner':8s} {'epochs':>7s} {'pruned':>7s} {'seconds':>8s} {'best val':>9s} {'± s.e.':>7s} "
+          f"{'its test':>9s}")
     for r in results:
         print(f"{r['pruner']:8s} {r['epochs']:7d} {r['pruned']:7d} {r['seconds']:8.0f} {r['best']:9.4f} "
               f"{r['standard_error']:7.4f} {r['best_test_accuracy'] or float('nan'):9.4f}")

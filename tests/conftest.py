@@ -39,6 +39,8 @@ class SharedRun:
     stderr: str
 
     def copy_to(self, folder: Path) -> Path:
+        """The run's saved_models/ copied into `folder` (the run must have succeeded)."""
+        assert self.returncode == 0, self.stderr[-3000:]
         shutil.copytree(self.folder / "saved_models", folder / "saved_models", dirs_exist_ok=True)
         return folder
 
