@@ -12,7 +12,7 @@ import tensorflow as tf
 from kpipe.cli.commands import main
 from kpipe.config.pipelines import load_pipeline
 from kpipe.tasks import run_pipeline
-from tests.helpers import write_hugging_face_checkpoint
+from tests.helpers import served, write_hugging_face_checkpoint
 
 pytestmark = pytest.mark.slow
 TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", "", "good good good movie"]
@@ -85,3 +85,25 @@ def test_predict_on_a_sentence_encoder_says_which_command_fits(exported, monkeyp
     assert main(["predict", "minilm-embeddings", "hello"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is an embed export" in err[0] and "kpipe embed" in err[0]
+
+
+def test_served_over_tf_serving_rest_with_the_tokenizer_inside(exported):
+    """`kpipe serve` on the export (micro-batched): concurrent requests of raw strings get the embeddings the
+    SavedModel gives, through `serving_default` and through `embed` by name."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    folder, _, result = exported
+    loaded = tf.saved_model.load(str(result.export_dir))
+    with served("minilm-embeddings", cwd=folder) as server:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda text: server.post("/v1/models/minilm-embeddings:predict",
+                                                             {"instances": [text]}), TEXTS))
+        for text, (status, body) in zip(TEXTS, answers):
+            assert status == 200, body
+            np.testing.assert_allclose(body["predictions"], loaded.embed(tf.constant([text]))["embedding"].numpy(),
+                                       atol=1e-5)
+        status, body = server.post("/v1/models/minilm-embeddings:predict",
+                                   {"signature_name": "embed", "inputs": TEXTS[:2]})
+        assert status == 200
+        np.testing.assert_allclose(body["outputs"], loaded.embed(tf.constant(TEXTS[:2]))["embedding"].numpy(),
+                                   atol=1e-5)
