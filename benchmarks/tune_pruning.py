@@ -36,7 +36,8 @@ def run_study(pipeline: str, trials: int, pruner: str, seed: int, overrides: lis
     table = pd.read_csv(study / "trials.csv")
     complete = table[table["state"] == "complete"]
     best = complete.loc[complete["value"].idxmax()]
-    metrics = json.loads((study / "trials" / str(int(best["trial"])) / "metrics.json").read_text())
+    # each trial exports as a run with export.dir = its folder: trials/N/PIPELINE/1/
+    metrics = json.loads(next((study / "trials" / str(int(best["trial"]))).glob("*/*/metrics.json")).read_text())
     n = metrics["data"]["validation"]
     value = float(best["value"])
     return {"pruner": pruner, "seconds": round(seconds, 1), "epochs": int(table["epochs"].fillna(0).sum()),
