@@ -59,35 +59,40 @@ def study_parser(description: str, trials: int) -> argparse.ArgumentParser:
 
 
 def main() -> None:
-    args = study_parser(__doc__, trials=16).parse_args()
+    parser = study_parser(__doc__, trials=16)
+    parser.add_argument("--pruners", nargs="+", default=["median", "none"], choices=["median", "hyperband", "none"],
+                        help="the studies to run (the comparison needs 'none' and one other)")
+    args = parser.parse_args()
 
     results = []
     with tempfile.TemporaryDirectory(prefix="tune-pruning-") as tmp:
         for repeat in range(args.repeats):
-            order = ("median", "none") if repeat % 2 == 0 else ("none", "median")
+            order = args.pruners if repeat % 2 == 0 else list(reversed(args.pruners))
             for pruner in order:
                 result = run_study(args.pipeline, args.trials, pruner, args.seed, args.set,
                                    Path(tmp) / f"{repeat}-{pruner}")
                 print(json.dumps(result), flush=True)
                 results.append(result)
 
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
     print(f"\n{args.pipeline}, {args.trials} trials, TPE seed {args.seed}, overrides: {' '.join(args.set) or '-'}")
     print(f"{'pruner':8s} {'epochs':>7s} {'pruned':>7s} {'seconds':>8s} {'best val':>9s} {'± s.e.':>7s} "
           f"{'its test':>9s}")
     for r in results:
         print(f"{r['pruner']:8s} {r['epochs']:7d} {r['pruned']:7d} {r['seconds']:8.0f} {r['best']:9.4f} "
               f"{r['standard_error']:7.4f} {r['best_test_accuracy'] or float('nan'):9.4f}")
-    pruned = [r for r in results if r["pruner"] == "median"]
+    pruned = [r for r in results if r["pruner"] != "none"]
     full = [r for r in results if r["pruner"] == "none"]
+    if not pruned or not full:
+        return
     saved = 1 - sum(r["epochs"] for r in pruned) / sum(r["epochs"] for r in full)
     gap = sum(r["best"] for r in pruned) / len(pruned) - sum(r["best"] for r in full) / len(full)
     error = max(r["standard_error"] for r in results)
     print(f"Pruning saved {saved:.0%} of the epochs (target: at least 40 %); best validation figure "
           f"{gap:+.4f} against the unpruned study ({'within' if abs(gap) <= error else 'outside'} one standard "
           f"error, {error:.4f})")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":
