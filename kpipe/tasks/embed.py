@@ -53,11 +53,13 @@ def embed_by_length(encoder, preprocessor, texts: np.ndarray, batch_size: int) -
     cut to its longest text, so short texts cost little) and returned in the order of `texts`."""
     lengths = pretrained_inputs.token_lengths(texts, preprocessor)
     order = np.argsort(lengths, kind="stable")
+    # One graph for every batch length (reduce_retracing makes the length dimension None after a few traces):
+    # on all-MiniLM-L6-v2, 1,536 tweets, 2 cores, 217 tweets/s against 89 for eager calls (147 while tracing).
+    call = tf.function(lambda inputs: encoder(inputs, training=False), reduce_retracing=True)
     embeddings = None
     for start in range(0, len(texts), batch_size):
         rows = order[start:start + batch_size]
-        batch = encoder(pretrained_inputs.encode(preprocessor, tf.constant([str(t) for t in texts[rows]])),
-                        training=False).numpy()
+        batch = call(pretrained_inputs.encode(preprocessor, tf.constant([str(t) for t in texts[rows]]))).numpy()
         if embeddings is None:
             embeddings = np.zeros((len(texts), batch.shape[1]), np.float32)
         embeddings[rows] = batch
