@@ -237,7 +237,8 @@ def cmd_translate(args) -> int:
 
 def cmd_embed(args) -> int:
     table, output = _texts_and_output(args, "embed")
-    model_dir = _export_of(args, SENTENCE_ENCODERS, "kpipe embed", signature="embed")  # fails fast, before TensorFlow loads
+    # fails fast, before TensorFlow loads
+    model_dir = _export_of(args, SENTENCE_ENCODERS, "kpipe embed", signature="embed")
     if output:
         return _write_answers(args, "embed", model_dir, table, output)
     texts = table.texts
@@ -251,7 +252,8 @@ def cmd_embed(args) -> int:
 
 
 def cmd_similar(args) -> int:
-    model_dir = _export_of(args, SENTENCE_ENCODERS, "kpipe similar", signature="embed")  # fails fast, before TensorFlow loads
+    # fails fast, before TensorFlow loads
+    model_dir = _export_of(args, SENTENCE_ENCODERS, "kpipe similar", signature="embed")
     sentences = _input_texts(args, "rank")
     from kpipe.vectors.sentence_embeddings import most_similar
 

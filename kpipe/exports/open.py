@@ -30,7 +30,8 @@ class OpenedExport:
 
 
 def open_export(model: str | Path, *, task: str | tuple[str, ...], command: str,
-                export_dir: str | Path = "saved_models", signature: str = "", load: str = "saved_model") -> OpenedExport:
+                export_dir: str | Path = "saved_models", signature: str = "",
+                load: str = "saved_model") -> OpenedExport:
     """Open the export `model` names (a version folder, a folder of versions: the latest, or a pipeline
     name under `export_dir`) for `command`, which needs a `task` export (with `signature`, if given).
 

@@ -101,7 +101,8 @@ def _run_embed(run: Run, config: PipelineConfig) -> RunResult:
                                     ("test", splits.test))}
     seconds = time.perf_counter() - started
     texts = len(splits.train) + len(splits.validation) + len(splits.test)
-    log.info("Embedded %d texts in %.1f s (%.0f texts/s)", texts, seconds, texts / max(seconds, 1e-9))
+    rate = texts / max(seconds, 1e-9)
+    log.info("Embedded %d texts in %.1f s (%.0f texts/s)", texts, seconds, rate)
     probe = linear_probe(features, splits)
     metrics = {
         **probe, **run.common_metrics([]),
@@ -110,7 +111,7 @@ def _run_embed(run: Run, config: PipelineConfig) -> RunResult:
         "pretrained": {**presets.describe(model_config.preset), "pooling": model_config.pooling,
                        "normalize": model_config.normalize, "dimension": int(features["train"].shape[1]),
                        "parameters": int(encoder.count_params())},
-        "texts_per_second": round(texts / max(seconds, 1e-9), 1),
+        "texts_per_second": round(rate, 1),
     }
     if config.evaluation.baseline:
         metrics["baseline"] = tfidf_baseline_metrics(splits)

@@ -77,6 +77,13 @@ def hugging_face_folder(folder, model_type="bert", weights="model.safetensors", 
     return folder
 
 
+def keras_hub_folder(folder, positions):
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"class_name": "BertBackbone",
+                                                    "config": {"max_sequence_length": positions}}))
+    return folder
+
+
 @pytest.mark.parametrize("make, overrides, message", [
     (lambda d: hugging_face_folder(d, "gpt2"), [],
      "holds a 'gpt2' checkpoint, which kpipe cannot fine-tune from Hugging Face format; keras-hub converts these "
@@ -88,8 +95,7 @@ def hugging_face_folder(folder, model_type="bert", weights="model.safetensors", 
      "preprocessing.sequence_length=65 is more than the 64 tokens the checkpoint in"),
     (lambda d: hugging_face_folder(d, "roberta", positions=66), ["--set", "preprocessing.sequence_length=65"],
      "is more than the 64 tokens"),  # RoBERTa keeps two positions after its padding id
-    (lambda d: (d.mkdir(), (d / "config.json").write_text(json.dumps(
-        {"class_name": "BertBackbone", "config": {"max_sequence_length": 32}})), d)[-1], [],
+    (lambda d: keras_hub_folder(d, positions=32), [],
      "preprocessing.sequence_length=64 is more than the 32 tokens"),
 ], ids=["not-a-text-encoder", "pytorch-weights-only", "too-long", "roberta-too-long", "keras-hub-too-long"])
 @pytest.mark.parametrize("pipeline", ["sentiment-minilm", "minilm-embeddings"])
