@@ -122,10 +122,11 @@ def cmd_run(args) -> int:
 
     config = load_pipeline(args.pipeline, _overrides(args))  # a bad config fails here, before TensorFlow loads
     check_runnable(config)
-    if config.training.strategy == "multi_worker":
-        from kpipe.config.cluster import read_tf_config
+    if config.training.strategy == "multi_worker":  # a missing or malformed TF_CONFIG, or a rule on replicas
+        from kpipe.config.cluster import cluster_size, read_tf_config
+        from kpipe.config.tasks import check_replicas
 
-        read_tf_config()  # a missing or malformed TF_CONFIG too
+        check_replicas(config, cluster_size(read_tf_config()))  # one replica per worker on CPUs
     _import_tensorflow_quietly()
     print(run_pipeline(config).summary)
     return 0

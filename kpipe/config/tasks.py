@@ -106,6 +106,14 @@ def check_word2vec_config(config: "PipelineConfig") -> None:
                               'training.learning_rate_schedule="constant"')
 
 
+def check_replicas(config: "PipelineConfig", replicas: int) -> None:
+    """Rules on the number of replicas the run trains on: known from TF_CONFIG before TensorFlow loads for a
+    multi-worker run, from the strategy otherwise."""
+    if getattr(config.model, "sparse_updates", False) and replicas > 1:
+        raise ConfigError(f"model.sparse_updates trains on one device, not {replicas} replicas; "
+                          "use --strategy default, or model.sparse_updates=false")
+
+
 TASKS = {spec.name: spec for spec in (
     TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig,
              {"rnn_classifier": RNNClassifierConfig, "transformer_classifier": TransformerClassifierConfig,

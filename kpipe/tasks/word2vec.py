@@ -18,10 +18,10 @@ import tensorflow as tf
 from kpipe.exports import run_files, saved_model
 from kpipe.datasets.corpus import load_corpus
 from kpipe.vectors.word_vectors import WordVectors, write_glove_text
-from kpipe.errors import ConfigError
 from kpipe.models.word2vec import Word2VecConfig, build_cbow, build_skipgram, negative_sampling_loss
 from kpipe.models.word2vec_sgd import SparseSGDTrainer, expand_shared_negatives
 from kpipe.config.pipeline import PipelineConfig, RunResult
+from kpipe.config.tasks import check_replicas
 from kpipe.preprocessing.skipgrams import (SkipGramConfig, build_corpus, corpus_words, epoch_examples,
                                            make_skipgram_dataset)
 from kpipe.training.run import Run
@@ -74,9 +74,7 @@ def run_word2vec(config: PipelineConfig) -> RunResult:
 def _run_word2vec(run: Run, config: PipelineConfig) -> RunResult:
     pre: SkipGramConfig = config.preprocessing
     sparse = config.model.sparse_updates
-    if sparse and run.strategy.num_replicas_in_sync > 1:  # before the corpus is read
-        raise ConfigError(f"model.sparse_updates trains on one device, not {run.strategy.num_replicas_in_sync} "
-                          "replicas; use --strategy default, or model.sparse_updates=false")
+    check_replicas(config, run.strategy.num_replicas_in_sync)  # before the corpus is read
     corpus = build_corpus(load_corpus(config.data), pre)
     model_config: Word2VecConfig = dataclasses.replace(config.model, vocabulary_size=len(corpus.words),
                                                        negatives=pre.negatives, window=pre.window)

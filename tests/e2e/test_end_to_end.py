@@ -1,4 +1,5 @@
-"""The README's main job on a small slice, the export reloaded without kpipe, and resume after kill -9."""
+"""The README's main job on a small slice (the shared run), the export reloaded without kpipe, pretrained vectors
+frozen and in two phases (in-process: the real command is the shared run's)."""
 
 import json
 
@@ -6,13 +7,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from kpipe.cli.commands import main
 from kpipe.tasks.classify import predict_texts
 from tests.helpers import kpipe
 
 pytestmark = pytest.mark.slow
 
 
-def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path, shared_run):
+def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path, shared_run, monkeypatch):
     run = shared_run("sentiment-bilstm")  # kpipe run sentiment-bilstm --set training.epochs=1 --set data.limit=600
     assert run.returncode == 0, run.stderr[-3000:]
     run.copy_to(tmp_path)  # a second run below publishes beside it
@@ -62,13 +64,13 @@ def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path, shared_r
 
     # A second run gets version 2 and leaves version 1 untouched.
     before = (export / "saved_model.pb").read_bytes()
-    again = kpipe("run", "sentiment-bilstm", "--set", "training.epochs=1", "--set", "data.limit=300", cwd=tmp_path)
-    assert again.returncode == 0, again.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)  # in-process: `kpipe run` has its own subprocess tests
+    assert main(["run", "sentiment-bilstm", "--set", "training.epochs=1", "--set", "data.limit=300"]) == 0
     assert (tmp_path / "saved_models" / "sentiment-bilstm" / "2" / "saved_model.pb").exists()
     assert (export / "saved_model.pb").read_bytes() == before
 
 
-def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path):
+def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path, monkeypatch):
     import keras
 
     from kpipe.vectors.word_vectors import load_word_vectors
@@ -79,10 +81,10 @@ def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path):
     words = POSITIVE + NEGATIVE + ["the", "movie"]
     (tmp_path / "vectors.txt").write_text(
         "".join(f"{w} {' '.join(f'{x:.4f}' for x in rng.normal(size=4))}\n" for w in words))
-    run = kpipe("run", "imdb-bilstm", "--data", "reviews.csv", "--set", "training.epochs=1",
-                "--set", 'model.pretrained_embeddings="vectors.txt"', "--set", 'model.embedding_training="frozen"',
-                "--set", "model.embedding_dim=4", "--set", "model.units=[8]", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "imdb-bilstm", "--data", "reviews.csv", "--set", "training.epochs=1",
+                 "--set", 'model.pretrained_embeddings="vectors.txt"', "--set", 'model.embedding_training="frozen"',
+                 "--set", "model.embedding_dim=4", "--set", "model.units=[8]"]) == 0
     export = tmp_path / "saved_models" / "imdb-bilstm" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     vocabulary = (export / "vocabulary.txt").read_text().split("\n")[:-1]
@@ -94,7 +96,7 @@ def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path):
         np.testing.assert_allclose(table[vocabulary.index(word)], vectors.vector(word), atol=1e-6)
 
 
-def test_imdb_glove_two_phase_schedule_runs_end_to_end(tmp_path):
+def test_imdb_glove_two_phase_schedule_runs_end_to_end(tmp_path, monkeypatch, caplog):
     import keras
 
     from kpipe.vectors.word_vectors import load_word_vectors
@@ -105,13 +107,14 @@ def test_imdb_glove_two_phase_schedule_runs_end_to_end(tmp_path):
     words = POSITIVE + NEGATIVE
     (tmp_path / "vectors.txt").write_text(
         "".join(f"{w} {' '.join(f'{x:.4f}' for x in rng.normal(size=4))}\n" for w in words))
-    run = kpipe("run", "imdb-glove", "--data", "reviews.csv", "--set", "training.epochs=2",
-                "--set", 'model.embedding_training="two_phase"', "--set", "model.frozen_epochs=1", "--set", "model.fine_tune_learning_rate=0.01",
-                "--set", 'model.pretrained_embeddings="vectors.txt"', "--set", "model.embedding_dim=4",
-                "--set", "model.units=[8]", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "Phase 1: 1 epoch(s) with the pretrained layers frozen" in run.stderr
-    assert "Phase 2: unfrozen, learning rate 0.01" in run.stderr
+    monkeypatch.chdir(tmp_path)
+    caplog.set_level("INFO")
+    assert main(["run", "imdb-glove", "--data", "reviews.csv", "--set", "training.epochs=2",
+                 "--set", 'model.embedding_training="two_phase"', "--set", "model.frozen_epochs=1",
+                 "--set", "model.fine_tune_learning_rate=0.01", "--set", 'model.pretrained_embeddings="vectors.txt"',
+                 "--set", "model.embedding_dim=4", "--set", "model.units=[8]"]) == 0
+    assert "Phase 1: 1 epoch(s) with the pretrained layers frozen" in caplog.text
+    assert "Phase 2: unfrozen, learning rate 0.01" in caplog.text
     export = tmp_path / "saved_models" / "imdb-glove" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     assert metrics["epochs_trained"] == 2

@@ -174,7 +174,7 @@ def test_refit_trains_a_fresh_model_on_training_and_validation_windows(tmp_path)
     assert np.abs(kernel - ridge_fit(sizes["train"])).max() > 1e-2  # the training-only fit is another one
 
 
-def test_mstl_baseline_inside_the_model_is_mstl_on_each_window(tmp_path, caplog):
+def test_mstl_baseline_inside_the_model_is_mstl_on_each_window(tmp_path, caplog, monkeypatch, capsys):
     """With model.add_baseline='mstl' the model without its recurrent correction forecasts what MSTL
     (statsforecast's trend model fitted on the training split, decomposed again on each window) forecasts
     from the same validation windows; the map is kept in the cache for the next run. A correction that
@@ -186,10 +186,10 @@ def test_mstl_baseline_inside_the_model_is_mstl_on_each_window(tmp_path, caplog)
     mstl_only = [*QUICK, "--set", 'model.add_baseline="mstl"', "--set", "model.linear_steps=0", "--set",
                  "evaluation.baseline=false", "--set", 'model.recurrent_correction="if_better"', "--set",
                  "training.learning_rate=0.5"]
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-seasonal-ar", *mstl_only], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "MSTL as an affine map of 96 steps" in run.stderr
+    monkeypatch.chdir(tmp_path)  # in-process: the fixture runs the real command
+    caplog.set_level("INFO")
+    assert main(["run", "electricity-seasonal-ar", *mstl_only]) == 0
+    assert "MSTL as an affine map of 96 steps" in caplog.text
     metrics = json.loads((tmp_path / "saved_models" / "electricity-seasonal-ar" / "1" / "metrics.json").read_text())
     y = load_taylor().astype(np.float64)
     train_end = metrics["data"]["train"]
@@ -203,8 +203,9 @@ def test_mstl_baseline_inside_the_model_is_mstl_on_each_window(tmp_path, caplog)
     decision = metrics["recurrent_correction"]
     assert decision["kept"] is False and decision["validation_mae_with"] > decision["validation_mae_without"]
     assert metrics["test"]["model"]["mae"] == pytest.approx(metrics["test"]["model_without_rnn"]["mae"], rel=1e-6)
-    assert "switched off" in run.stdout
+    assert "switched off" in capsys.readouterr().out
 
+    caplog.clear()
     with caplog.at_level(logging.INFO):
         run_pipeline(load_pipeline("electricity-seasonal-ar", [*mstl_only[1::2], "training.seed=2",
                                                                f'export.dir="{tmp_path / "saved_models"}"']))

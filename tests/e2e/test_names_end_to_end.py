@@ -93,15 +93,13 @@ def test_served_over_tf_serving_rest_in_the_columnar_format(exported):
                                                           "[count must be > 0"), body
 
 
-def test_names_transformer_runs_end_to_end_and_generates(tmp_path):
+def test_names_transformer_runs_end_to_end_and_generates(tmp_path, monkeypatch):
     """The causal transformer through the same pipeline: report beside the bigram, export with the same
     `generate` signature, a prefix kept and names that end."""
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "names-transformer", "--set", "training.epochs=1",
-                          "--set", "data.limit=800", "--set", "model.hidden_dim=16", "--set",
-                          "model.intermediate_dim=32", "--set", "model.attention=linear", "--set",
-                          'data.categories=["italy", "japan"]'],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)  # in-process: the fixture runs the real command
+    assert main(["run", "names-transformer", "--set", "training.epochs=1", "--set", "data.limit=800",
+                 "--set", "model.hidden_dim=16", "--set", "model.intermediate_dim=32",
+                 "--set", "model.attention=linear", "--set", 'data.categories=["italy", "japan"]']) == 0
     export = tmp_path / "saved_models" / "names-transformer" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     import tomllib

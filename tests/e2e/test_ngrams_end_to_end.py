@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from kpipe.cli.commands import main
 from kpipe.tasks.classifier_members import Member
 from kpipe.tasks.classify import ClassifierServing
 from tests.helpers import kpipe, synthetic_reviews
@@ -41,12 +42,12 @@ def test_sentiment_bigrams_exports_a_model_on_raw_strings_with_the_baseline_besi
 
 
 @pytest.mark.slow
-def test_imdb_ensemble_trains_both_members_and_exports_one_model(tmp_path):
+def test_imdb_ensemble_trains_both_members_and_exports_one_model(tmp_path, monkeypatch):
     synthetic_reviews(800).to_csv(tmp_path / "reviews.csv", index=False)
-    run = kpipe("run", "imdb-ensemble", "--data", "reviews.csv", "--set", "training.epochs=1",
-                "--set", "model.sequence.units=[8]", "--set", "model.sequence.embedding_dim=8",
-                "--set", "model.ngrams.max_features=2000", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)  # in-process: the test above runs the real command
+    assert main(["run", "imdb-ensemble", "--data", "reviews.csv", "--set", "training.epochs=1",
+                 "--set", "model.sequence.units=[8]", "--set", "model.sequence.embedding_dim=8",
+                 "--set", "model.ngrams.max_features=2000"]) == 0
     export = tmp_path / "saved_models" / "imdb-ensemble" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     ensemble = metrics["ensemble"]

@@ -98,12 +98,11 @@ def test_cli_translate_mistakes_are_one_line_exit_2(exported, tmp_path, capsys, 
     assert "no exported model" in capsys.readouterr().err
 
 
-def test_g2p_attention_runs_on_a_slice_of_cmudict(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "g2p-attention", "--set", "data.limit=600",
-                          "--set", "training.epochs=1", *SMALL], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "phoneme error rate" in run.stderr and "Test word error rate" in run.stdout
+def test_g2p_attention_runs_on_a_slice_of_cmudict(tmp_path, monkeypatch, capsys, caplog):
+    monkeypatch.chdir(tmp_path)  # in-process: the fixture runs the real command
+    caplog.set_level("INFO")
+    assert main(["run", "g2p-attention", "--set", "data.limit=600", "--set", "training.epochs=1", *SMALL]) == 0
+    assert "phoneme error rate" in caplog.text and "Test word error rate" in capsys.readouterr().out
     metrics = json.loads((tmp_path / "saved_models" / "g2p-attention" / "1" / "metrics.json").read_text())
     assert metrics["data"]["source"] == "embedded:cmudict" and 0 <= metrics["token_error_rate"]
 

@@ -3,24 +3,13 @@
 Apart from test_multi_worker.py so the two pytest workers share the slow cluster tests.
 """
 
+import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.helpers import finish, start_workers
-
-
-def test_pipeline_under_two_workers_only_the_chief_exports(tmp_path):
-    command = [sys.executable, "-m", "kpipe", "run", "sentiment-bilstm", "--strategy", "multi_worker",
-               "--set", "data.limit=400", "--set", "training.epochs=1", "--set", "model.units=[8]"]
-    (rc0, out0, err0), (rc1, out1, err1) = finish(start_workers(command, tmp_path))
-    assert rc0 == 0 and rc1 == 0, err0[-2000:] + err1[-2000:]
-    assert "MultiWorkerMirroredStrategy, 2 replica(s), global batch 128" in err0
-    assert "Not the chief" in err1
-    root = tmp_path / "saved_models" / "sentiment-bilstm"
-    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["1"]
-    assert (root / "1" / "saved_model.pb").is_file() and (root / "1" / "history.csv").is_file()
+from tests.helpers import finish, free_ports, start_workers, tf_config_env
 
 
 def test_a_worker_that_dies_makes_the_other_fail_within_a_bounded_time(tmp_path):
@@ -51,23 +40,29 @@ def test_a_worker_that_dies_makes_the_other_fail_within_a_bounded_time(tmp_path)
     ("g2p-attention", ["data.limit=300", "model.encoder_units=8", "model.decoder_units=8",
                        "model.attention_units=8", "model.embedding_dim=8"]),
 ])
-def test_word2vec_and_translate_train_under_two_workers(tmp_path, pipeline, overrides):
+def test_pipelines_train_under_two_workers_and_only_the_chief_exports(tmp_path, pipeline, overrides):
     command = [sys.executable, "-m", "kpipe", "run", pipeline, "--strategy", "multi_worker", "--set",
                "training.epochs=1"] + [arg for o in overrides for arg in ("--set", o)]
     (rc0, out0, err0), (rc1, out1, err1) = finish(start_workers(command, tmp_path))
     assert rc0 == 0 and rc1 == 0, err0[-2000:] + err1[-2000:]
-    assert "MultiWorkerMirroredStrategy, 2 replica(s)" in err0
+    assert "MultiWorkerMirroredStrategy, 2 replica(s), global batch " in err0
+    assert "Not the chief" in err1 and "Not the chief" not in err0
     root = tmp_path / "saved_models" / pipeline
     assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["1"]
+    assert (root / "1" / "saved_model.pb").is_file() and (root / "1" / "kpipe.json").is_file()
 
 
-
-def test_sparse_word2vec_under_two_workers_is_one_line_exit_2(tmp_path):
-    command = [sys.executable, "-m", "kpipe", "run", "word2vec-bible", "--strategy", "multi_worker",
-               "--set", "data.limit=300", "--set", "preprocessing.min_count=2"]
-    for rc, out, err in finish(start_workers(command, tmp_path)):
-        errors = [line for line in err.splitlines() if line.startswith("kpipe: error")]
-        assert rc == 2, err[-2000:]
-        assert errors == [err.strip().splitlines()[-1]] and "Traceback" not in err, err[-2000:]
-        assert "model.sparse_updates trains on one device, not 2 replicas" in errors[0]
-    assert not (tmp_path / "saved_models" / "word2vec-bible" / "1").exists()
+def test_sparse_word2vec_in_a_cluster_is_one_line_exit_2_before_tensorflow_loads(tmp_path):
+    """The replicas come from TF_CONFIG, so the mistake is reported before TensorFlow loads and the cluster
+    forms; without that check this worker would wait for the other until its timeout kills it."""
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    script = ("import sys\nfrom kpipe.cli.commands import main\ncode = main(sys.argv[1:])\n"
+              "print('tensorflow' in sys.modules)\nsys.exit(code)\n")
+    run = subprocess.run([sys.executable, "-c", script, "run", "word2vec-bible", "--strategy", "multi_worker",
+                          "--set", "training.worker_timeout_s=20"], cwd=tmp_path, env=tf_config_env(addresses, 0),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert run.stderr.strip() == ("kpipe: error: model.sparse_updates trains on one device, not 2 replicas; "
+                                  "use --strategy default, or model.sparse_updates=false")
+    assert run.stdout.strip() == "False"
+    assert not (tmp_path / "saved_models").exists()

@@ -55,6 +55,22 @@ def test_same_seed_gives_same_weights(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+def test_the_train_step_is_traced_once_per_phase(tmp_path, monkeypatch):
+    """The optimizer's and the metrics' variables exist before the first trace, so the step is not traced a
+    second time to leave out their creation (tensorflow#48851): one trace per compiled phase."""
+    from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+
+    traces, train_step = [], TensorFlowTrainer.train_step
+    monkeypatch.setattr(TensorFlowTrainer, "train_step", lambda self, data: traces.append(1) or train_step(self, data))
+    train_model(build, loss="binary_crossentropy", metrics=["accuracy"], train_data=tiny_data(),
+                validation_data=tiny_data(), config=TrainingConfig(epochs=2, early_stopping_patience=0),
+                work_dir=tmp_path / "one", strategy=make_strategy("default"))
+    assert len(traces) == 1
+    traces.clear()
+    train_model(build_frozen, **fine_tune_kwargs(tmp_path / "two"))
+    assert len(traces) == 2
+
+
 # === Two-phase fine-tuning ===
 
 def build_frozen():
