@@ -24,7 +24,8 @@ from tests.helpers import kpipe, new_user_env, synthetic_reviews
 # Small runs that several test files read: trained once per test session, whichever xdist worker asks first.
 SHARED_RUNS = {
     "sentiment-bilstm": ("--set", "training.epochs=1", "--set", "data.limit=600"),
-    "sentiment-bigrams": ("--set", "data.limit=600", "--set", "training.epochs=1", "--set", "model.max_features=2000"),
+    "sentiment-bigrams": ("--set", "data.limit=800", "--set", "training.epochs=1", "--set", "model.max_features=3000",
+                          "--set", 'model.weighting="tfidf"', "--set", "model.hidden_units=8"),
 }
 
 

@@ -34,6 +34,19 @@ def kpipe(*args, cwd, timeout=600, env=None) -> subprocess.CompletedProcess:
                           timeout=timeout, env=env, stdin=subprocess.DEVNULL)
 
 
+def kpipe_in_process(*args, cwd) -> int:
+    """`kpipe ARGS` run by `main` in this process, in `cwd`: its exit code. For fixtures that only need a
+    run's result (each command keeps its own subprocess tests); a module fixture cannot use monkeypatch."""
+    from kpipe.cli.commands import main
+
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return main(list(args))
+    finally:
+        os.chdir(before)
+
+
 def new_user_env(env=None) -> dict:
     """`env` (default: this process's) as a new user has it: without the tests' TF_CPP_MIN_LOG_LEVEL."""
     return {k: v for k, v in (env or os.environ).items() if k != "TF_CPP_MIN_LOG_LEVEL"}

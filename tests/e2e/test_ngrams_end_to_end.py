@@ -11,17 +11,15 @@ import tensorflow as tf
 from kpipe.cli.commands import main
 from kpipe.tasks.classifier_members import Member
 from kpipe.tasks.classify import ClassifierServing
-from tests.helpers import kpipe, synthetic_reviews
+from tests.helpers import synthetic_reviews
 
 
 @pytest.mark.slow
-def test_sentiment_bigrams_exports_a_model_on_raw_strings_with_the_baseline_beside_it(tmp_path):
-    run = kpipe("run", "sentiment-bigrams", "--set", "data.limit=800", "--set", "training.epochs=2",
-                "--set", "model.max_features=3000", "--set", 'model.weighting="tfidf"', "--set", "model.hidden_units=8",
-                cwd=tmp_path)
+def test_sentiment_bigrams_exports_a_model_on_raw_strings_with_the_baseline_beside_it(shared_run, capsys):
+    run = shared_run("sentiment-bigrams")  # tf-idf weighting, a hidden layer of 8, 3,000 word n-grams
     assert run.returncode == 0, run.stderr[-3000:]
     assert "tfidf + logistic regression" in run.stdout
-    export = tmp_path / "saved_models" / "sentiment-bigrams" / "1"
+    export = run.folder / "saved_models" / "sentiment-bigrams" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     assert metrics["weighting"] == "tfidf" and "accuracy" in metrics["baseline"]
     # The pipeline adds character 1-5 grams to the word n-grams: one line per feature in the vocabulary file,
@@ -37,8 +35,8 @@ def test_sentiment_bigrams_exports_a_model_on_raw_strings_with_the_baseline_besi
     probabilities = out["probabilities"].numpy()
     assert probabilities.shape == (3, 3)
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
-    predicted = kpipe("predict", str(export), "great crew", cwd=tmp_path)
-    assert predicted.returncode == 0 and predicted.stdout.split("\t")[0] in {"negative", "neutral", "positive"}
+    assert main(["predict", str(export), "great crew"]) == 0  # in-process: `kpipe predict` has its subprocess test
+    assert capsys.readouterr().out.split("\t")[0] in {"negative", "neutral", "positive"}
 
 
 @pytest.mark.slow

@@ -2,13 +2,11 @@
 decoding with all of them, and a run killed between members resuming to the same ensemble."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
-from tests.helpers import SMALL, write_reversal_pairs
+from tests.helpers import SMALL, kpipe_in_process, write_reversal_pairs
 
 pytestmark = pytest.mark.slow
 
@@ -21,10 +19,8 @@ def ensemble_exported(tmp_path_factory):
     together decode the validation words better than the better one alone (50.0 vs 60.6 % WER, measured)."""
     folder = tmp_path_factory.mktemp("translate_ensemble")
     write_reversal_pairs(folder / "pairs.csv", 2000, seed=1)
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "g2p-attention", "--data", "pairs.csv",
-                          *[a for o in ENSEMBLE for a in ("--set", o)], *SMALL],
-                         cwd=folder, capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert kpipe_in_process("run", "g2p-attention", "--data", "pairs.csv",
+                            *[a for o in ENSEMBLE for a in ("--set", o)], *SMALL, cwd=folder) == 0
     return folder, folder / "saved_models" / "g2p-attention" / "1"
 
 
