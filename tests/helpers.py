@@ -34,6 +34,15 @@ def kpipe(*args, cwd, timeout=600, env=None) -> subprocess.CompletedProcess:
                           timeout=timeout, env=env, stdin=subprocess.DEVNULL)
 
 
+def kpipe_reporting_tensorflow(*args, cwd, env=None, timeout=120) -> subprocess.CompletedProcess:
+    """`kpipe ARGS` in a fresh process whose stdout is then "True" or "False": whether TensorFlow had been
+    imported when the command returned (mistakes caught before it loads leave it "False")."""
+    script = ("import sys\nfrom kpipe.cli.commands import main\ncode = main(sys.argv[1:])\n"
+              "print('tensorflow' in sys.modules)\nsys.exit(code)\n")
+    return subprocess.run([sys.executable, "-c", script, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
 def kpipe_in_process(*args, cwd) -> int:
     """`kpipe ARGS` run by `main` in this process, in `cwd`: its exit code. For fixtures that only need a
     run's result (each command keeps its own subprocess tests); a module fixture cannot use monkeypatch."""

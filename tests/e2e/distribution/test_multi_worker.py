@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kpipe.cli.commands import main
-from tests.helpers import finish, free_ports, start_workers, tf_config_env
+from tests.helpers import finish, free_ports, kpipe_reporting_tensorflow, start_workers, tf_config_env
 
 WORKER = Path(__file__).with_name("worker.py")
 
@@ -100,10 +100,7 @@ def test_bad_tf_config_is_one_line_exit_2_before_tensorflow_loads(tmp_path, tf_c
 
 def test_bad_tf_config_in_a_fresh_process_never_loads_tensorflow(tmp_path):
     env = {**{k: v for k, v in os.environ.items() if k != "TF_CONFIG"}, "TF_CONFIG": BAD_TF_CONFIGS[1][0]}
-    script = ("import sys\nfrom kpipe.cli.commands import main\ncode = main(sys.argv[1:])\n"
-              "print('tensorflow' in sys.modules)\nsys.exit(code)\n")
-    run = subprocess.run([sys.executable, "-c", script, "run", "sentiment-bilstm", "--strategy", "multi_worker"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    run = kpipe_reporting_tensorflow("run", "sentiment-bilstm", "--strategy", "multi_worker", cwd=tmp_path, env=env)
     assert run.returncode == 2 and BAD_TF_CONFIGS[1][1] in run.stderr and "Traceback" not in run.stderr
     assert run.stdout.strip() == "False"
 

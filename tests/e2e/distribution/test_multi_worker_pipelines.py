@@ -3,13 +3,12 @@
 Apart from test_multi_worker.py so the two pytest workers share the slow cluster tests.
 """
 
-import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.helpers import finish, free_ports, start_workers, tf_config_env
+from tests.helpers import finish, free_ports, kpipe_reporting_tensorflow, start_workers, tf_config_env
 
 
 def test_a_worker_that_dies_makes_the_other_fail_within_a_bounded_time(tmp_path):
@@ -56,11 +55,8 @@ def test_sparse_word2vec_in_a_cluster_is_one_line_exit_2_before_tensorflow_loads
     """The replicas come from TF_CONFIG, so the mistake is reported before TensorFlow loads and the cluster
     forms; without that check this worker would wait for the other until its timeout kills it."""
     addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
-    script = ("import sys\nfrom kpipe.cli.commands import main\ncode = main(sys.argv[1:])\n"
-              "print('tensorflow' in sys.modules)\nsys.exit(code)\n")
-    run = subprocess.run([sys.executable, "-c", script, "run", "word2vec-bible", "--strategy", "multi_worker",
-                          "--set", "training.worker_timeout_s=20"], cwd=tmp_path, env=tf_config_env(addresses, 0),
-                         capture_output=True, text=True, timeout=120)
+    run = kpipe_reporting_tensorflow("run", "word2vec-bible", "--strategy", "multi_worker", "--set",
+                                     "training.worker_timeout_s=20", cwd=tmp_path, env=tf_config_env(addresses, 0))
     assert run.returncode == 2, run.stderr[-2000:]
     assert run.stderr.strip() == ("kpipe: error: model.sparse_updates trains on one device, not 2 replicas; "
                                   "use --strategy default, or model.sparse_updates=false")
