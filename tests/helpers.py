@@ -338,6 +338,33 @@ def served(*args: str, cwd, timeout: float = 180):
             process.kill()
 
 
+@contextlib.contextmanager
+def served_in_thread(*args: str, cwd):
+    """`kpipe serve ARGS --port 0` set up as the command does, served by this process in a thread over real
+    HTTP (no TensorFlow start-up: for the families' REST checks; the command has its subprocess tests)."""
+    from kpipe.cli.commands import open_serving
+    from kpipe.cli.parser import build_parser
+    from kpipe.serving.app import http_server
+
+    before = os.getcwd()
+    os.chdir(cwd)  # names resolve, and newer versions are looked for, from `cwd` as in the command
+    try:
+        models, sock, options = open_serving(build_parser().parse_args(["serve", *args, "--port", "0"]))
+        server = http_server(models, options)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        try:
+            assert wait_for(lambda: server.started or not thread.is_alive(), every=0.05), "no start in 60 s"
+            assert server.started, "the server thread ended before it started"
+            yield Server(None, sock.getsockname()[1], [])
+        finally:
+            server.should_exit = True
+            thread.join(timeout=30)
+            sock.close()
+    finally:
+        os.chdir(before)
+
+
 def wait_for(condition, timeout: float = 60, every: float = 0.5):
     """Poll `condition()` until it is truthy; its last value."""
     deadline = time.monotonic() + timeout

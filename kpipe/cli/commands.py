@@ -306,6 +306,15 @@ def cmd_forecast(args) -> int:
 
 
 def cmd_serve(args) -> int:
+    models, sock, options = open_serving(args)
+    from kpipe.serving.app import serve
+
+    serve(models, sock, options=options)
+    return 0
+
+
+def open_serving(args):
+    """What `kpipe serve ARGS` serves: (the loaded ModelRepository, the bound socket, the ServeOptions)."""
     from kpipe import dependencies
     from kpipe.serving import listen, repository
 
@@ -317,7 +326,7 @@ def cmd_serve(args) -> int:
     served = [repository.parse_model_argument(m, args.export_dir) for m in args.models]
     sock = listen.bind(args.host, args.port)
     _import_tensorflow_quietly()
-    from kpipe.serving.app import ServeOptions, serve
+    from kpipe.serving.app import ServeOptions
 
     started = time.perf_counter()
     models = repository.ModelRepository(served, warm_up_rows=1 if args.no_batching else args.max_batch_size)
@@ -325,8 +334,7 @@ def cmd_serve(args) -> int:
     options = ServeOptions(batching=not args.no_batching, max_batch_size=args.max_batch_size,
                            batch_timeout=args.batch_timeout_ms / 1000,
                            max_request_bytes=int(args.max_request_mb * 2**20), poll_seconds=args.poll_seconds)
-    serve(models, sock, options=options)
-    return 0
+    return models, sock, options
 
 
 def cmd_generate(args) -> int:

@@ -243,8 +243,6 @@ def build_app(repository: ModelRepository, options: ServeOptions | None = None) 
 
 def serve(repository: ModelRepository, sock, *, options: ServeOptions) -> None:
     """Serve on the bound socket `sock` (see listen.bind) until interrupted."""
-    import uvicorn
-
     bound_host, bound_port = sock.getsockname()[:2]
     base = f"http://{bound_host}:{bound_port}"
     for name, model in sorted(repository.models.items()):
@@ -256,6 +254,13 @@ def serve(repository: ModelRepository, sock, *, options: ServeOptions) -> None:
     batching = (f"micro-batching up to {options.max_batch_size} rows, {options.batch_timeout * 1000:g} ms"
                 if options.batching else "no micro-batching")
     print(f"Listening on {base} ({batching}); Ctrl+C to stop", flush=True)
+    http_server(repository, options).run(sockets=[sock])
+
+
+def http_server(repository: ModelRepository, options: ServeOptions):
+    """The uvicorn server of `build_app` (run it with `.run(sockets=[sock])`; `.should_exit = True` stops it)."""
+    import uvicorn
+
     config = uvicorn.Config(build_app(repository, options), log_level="warning", access_log=False,
                             timeout_graceful_shutdown=5)
-    uvicorn.Server(config).run(sockets=[sock])
+    return uvicorn.Server(config)

@@ -13,7 +13,7 @@ import tensorflow as tf
 from kpipe.cli.commands import main
 from kpipe.config.pipelines import load_pipeline
 from kpipe.tasks import run_pipeline
-from tests.helpers import served
+from tests.helpers import served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -125,7 +125,7 @@ def test_served_over_tf_serving_rest_with_its_intervals(exported):
     windows = np.stack([series[-96:], series[-192:-96]]).reshape(2, 96, 1)
     loaded = tf.saved_model.load(str(export))  # kept: its variables die with it
     expected = loaded.serve(window=tf.constant(windows))
-    with served("electricity-seasonal-ar", cwd=folder) as server:
+    with served_in_thread("electricity-seasonal-ar", cwd=folder) as server:
         status, body = server.post("/v1/models/electricity-seasonal-ar:predict", {"instances": windows.tolist()})
         assert status == 200, body
         for name in ("forecast", "lower_80", "upper_80", "lower_95", "upper_95"):

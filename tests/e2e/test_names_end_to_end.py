@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import served
+from tests.helpers import served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +81,7 @@ def test_served_over_tf_serving_rest_in_the_columnar_format(exported):
     inputs = {"prefix": "Ma", "count": 5, "temperature": 0.8, "category": "italy", "top_k": 0, "seed": 1}
     loaded = tf.saved_model.load(str(export))
     expected = [n.decode() for n in loaded.generate(**{k: tf.constant(v) for k, v in inputs.items()})["names"].numpy()]
-    with served("names-char", cwd=folder) as server:
+    with served_in_thread("names-char", cwd=folder) as server:
         status, body = server.post("/v1/models/names-char:predict", {"inputs": inputs})
         assert status == 200 and body["outputs"] == expected, body  # one output: its value, as TF Serving sends
         status, body = server.post("/v1/models/names-char:predict", {"instances": [inputs]})

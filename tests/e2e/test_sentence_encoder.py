@@ -12,7 +12,7 @@ import tensorflow as tf
 from kpipe.cli.commands import main
 from kpipe.config.pipelines import load_pipeline
 from kpipe.tasks import run_pipeline
-from tests.helpers import served, write_hugging_face_checkpoint
+from tests.helpers import served_in_thread, write_hugging_face_checkpoint
 
 pytestmark = pytest.mark.slow
 TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", "", "good good good movie"]
@@ -94,7 +94,7 @@ def test_served_over_tf_serving_rest_with_the_tokenizer_inside(exported):
 
     folder, _, result = exported
     loaded = tf.saved_model.load(str(result.export_dir))
-    with served("minilm-embeddings", cwd=folder) as server:
+    with served_in_thread("minilm-embeddings", cwd=folder) as server:
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(lambda text: server.post("/v1/models/minilm-embeddings:predict",
                                                              {"instances": [text]}), TEXTS))

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from kpipe.config.pipelines import load_pipeline
 from kpipe.tasks import run_pipeline
-from tests.helpers import served, wait_for
+from tests.helpers import served, served_in_thread, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -152,7 +152,7 @@ def test_concurrent_requests_share_model_calls_and_each_gets_its_own_answer(trai
 
 
 def test_without_batching_every_request_is_one_call(trained):
-    with served("sentiment-bilstm", "--no-batching", cwd=trained) as plain:
+    with served_in_thread("sentiment-bilstm", "--no-batching", cwd=trained) as plain:  # the module server is a process
         answers = concurrent_answers(plain, [f"text {i}" for i in range(32)])
         assert all(status == 200 for status, _ in answers)
         model = plain.get("/v1/models")[1]["models"][0]

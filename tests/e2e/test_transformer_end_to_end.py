@@ -8,10 +8,11 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the WordPiece ops for the plain tf.saved_model.load calls below)
 
 from kpipe.cli.commands import main
 from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary
-from tests.helpers import served
+from tests.helpers import served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -138,7 +139,7 @@ def test_served_over_tf_serving_rest_both_signatures(exported):
     folder, export = exported
     texts = ["great crew, thanks!", "lost my bag"]
     loaded = tf.saved_model.load(str(export))
-    with served("sentiment-transformer", cwd=folder) as server:
+    with served_in_thread("sentiment-transformer", cwd=folder) as server:
         status, body = server.post("/v1/models/sentiment-transformer:predict",
                                    {"signature_name": "embed", "instances": texts})
         assert status == 200, body

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import served
+from tests.helpers import served_in_thread
 from tests.helpers import SMALL, write_reversal_pairs
 
 pytestmark = pytest.mark.slow
@@ -112,7 +112,7 @@ def test_served_over_tf_serving_rest_each_request_alone(exported):
     words = ["abc", "hgfe", ""]
     loaded = tf.saved_model.load(str(export))  # kept: its variables die with it
     result = loaded.translate(tf.constant(words))
-    with served("g2p-attention", cwd=folder) as server:
+    with served_in_thread("g2p-attention", cwd=folder) as server:
         status, body = server.post("/v1/models/g2p-attention:predict", {"instances": words})
         assert status == 200, body
         assert [row["output"] for row in body["predictions"]] == [o.decode() for o in result["output"].numpy()]

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from kpipe.cli.commands import main
 from kpipe.vectors.word_vectors import load_word_vectors
-from tests.helpers import served
+from tests.helpers import served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -109,7 +109,7 @@ def test_served_over_tf_serving_rest(exported):
     folder, export = exported
     loaded = tf.saved_model.load(str(export))  # kept: its variables die with it
     expected = loaded.embed(words=tf.constant(["god", "no-such-word"]))["vectors"].numpy()
-    with served("word2vec-bible", cwd=folder) as server:
+    with served_in_thread("word2vec-bible", cwd=folder) as server:
         status, body = server.post("/v1/models/word2vec-bible:predict", {"inputs": ["god", "no-such-word"]})
         assert status == 200, body
         np.testing.assert_allclose(body["outputs"], expected, rtol=1e-6)
