@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import io
 import json
 import os
 import queue
@@ -43,17 +44,20 @@ def kpipe_reporting_tensorflow(*args, cwd, env=None, timeout=120) -> subprocess.
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def kpipe_in_process(*args, cwd) -> int:
-    """`kpipe ARGS` run by `main` in this process, in `cwd`: its exit code. For fixtures that only need a
-    run's result (each command keeps its own subprocess tests); a module fixture cannot use monkeypatch."""
+def kpipe_in_process(*args, cwd) -> tuple[int, str]:
+    """`kpipe ARGS` run by `main` in this process, in `cwd`: its exit code and what it printed (its log lines
+    go to the test's stderr). For fixtures that only need a run's result (each command keeps its own subprocess
+    tests; a fresh process costs a TensorFlow start-up); a module fixture cannot use monkeypatch."""
     from kpipe.cli.commands import main
 
-    before = os.getcwd()
+    before, printed = os.getcwd(), io.StringIO()
     os.chdir(cwd)
     try:
-        return main(list(args))
+        with contextlib.redirect_stdout(printed):
+            code = main(list(args))
     finally:
         os.chdir(before)
+    return code, printed.getvalue()
 
 
 def new_user_env(env=None) -> dict:

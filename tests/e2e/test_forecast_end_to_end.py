@@ -2,8 +2,6 @@
 
 import json
 import logging
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -13,7 +11,7 @@ import tensorflow as tf
 from kpipe.cli.commands import main
 from kpipe.config.pipelines import load_pipeline
 from kpipe.tasks import run_pipeline
-from tests.helpers import served_in_thread
+from tests.helpers import kpipe_in_process, served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -25,10 +23,9 @@ QUICK = ["--set", "preprocessing.window=96", "--set", "preprocessing.horizon=12"
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("forecast")
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "electricity-seasonal-ar", *QUICK], cwd=folder,
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "x the best baseline" in run.stdout and "mstl" in run.stdout and "covered" in run.stdout
+    code, printed = kpipe_in_process("run", "electricity-seasonal-ar", *QUICK, cwd=folder)
+    assert code == 0
+    assert "x the best baseline" in printed and "mstl" in printed and "covered" in printed
     return folder, folder / "saved_models" / "electricity-seasonal-ar" / "1"
 
 

@@ -1,14 +1,12 @@
 """names-char on a slice of the real names: report, plain-TF generate signature, CLI and its mistakes."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import served_in_thread
+from tests.helpers import kpipe_in_process, served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -16,12 +14,11 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("names")
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "names-char", "--set", "training.epochs=1",
-                          "--set", "data.limit=3000", "--set", "model.units=[32]", "--set",
-                          'data.categories=["italy", "japan", "germany"]'],
-                         cwd=folder, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "nats/char" in run.stdout and "vs bigram" in run.stdout
+    code, printed = kpipe_in_process("run", "names-char", "--set", "training.epochs=1", "--set", "data.limit=3000",
+                                     "--set", "model.units=[32]", "--set",
+                                     'data.categories=["italy", "japan", "germany"]', cwd=folder)
+    assert code == 0
+    assert "nats/char" in printed and "vs bigram" in printed
     return folder, folder / "saved_models" / "names-char" / "1"
 
 

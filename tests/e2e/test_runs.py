@@ -57,7 +57,7 @@ def outcome(folder, version="1"):
 def reference(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reference")
     noisy_reviews(folder)
-    assert kpipe_in_process(*ARGS, cwd=folder) == 0  # the kills below run the real command
+    assert kpipe_in_process(*ARGS, cwd=folder)[0] == 0  # the kills below run the real command
     return outcome(folder)
 
 

@@ -12,7 +12,7 @@ import tensorflow_text  # noqa: F401  (registers the WordPiece ops for the plain
 
 from kpipe.cli.commands import main
 from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary
-from tests.helpers import served_in_thread
+from tests.helpers import kpipe_in_process, served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -21,9 +21,8 @@ pytestmark = pytest.mark.slow
 def exported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("transformer")
     # The README's quick run: the WordPiece vocabulary fitted for one is in the session's cache for the other.
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "sentiment-transformer", "--set", "data.limit=1500",
-                          "--set", "training.epochs=1"], cwd=folder, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert kpipe_in_process("run", "sentiment-transformer", "--set", "data.limit=1500", "--set", "training.epochs=1",
+                            cwd=folder)[0] == 0
     return folder, folder / "saved_models" / "sentiment-transformer" / "1"
 
 
@@ -62,8 +61,6 @@ def test_wordpiece_vocabulary_is_fitted_on_training_text_with_reserved_tokens_fi
 
 def test_export_takes_raw_strings_and_embeds_with_the_tokenizer_inside(exported):
     _, export = exported
-    import tensorflow_text  # noqa: F401  (the WordPiece ops; see README)
-
     loaded = tf.saved_model.load(str(export))
     texts = tf.constant(["@united great crew, thanks!", "", "delay " * 300])  # empty and over-long inputs
     probabilities = loaded.serve(texts)["probabilities"].numpy()

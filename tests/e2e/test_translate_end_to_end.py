@@ -2,7 +2,6 @@
 SavedModel that plain TensorFlow loads, handles bad input, and runs on a CMUdict slice."""
 
 import json
-import subprocess
 import sys
 
 import numpy as np
@@ -11,8 +10,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import served_in_thread
-from tests.helpers import SMALL, write_reversal_pairs
+from tests.helpers import SMALL, kpipe_in_process, served_in_thread, write_reversal_pairs
 
 pytestmark = pytest.mark.slow
 
@@ -21,11 +19,9 @@ pytestmark = pytest.mark.slow
 def exported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("translate")
     write_reversal_pairs(folder / "pairs.csv", 3000, seed=0)
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "g2p-attention", "--data", "pairs.csv",
-                          "--set", "training.epochs=6", "--set", "training.learning_rate=0.01",
-                          "--set", "model.average_epochs=3", *SMALL],
-                         cwd=folder, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert kpipe_in_process("run", "g2p-attention", "--data", "pairs.csv", "--set", "training.epochs=6",
+                            "--set", "training.learning_rate=0.01", "--set", "model.average_epochs=3", *SMALL,
+                            cwd=folder)[0] == 0
     return folder, folder / "saved_models" / "g2p-attention" / "1"
 
 

@@ -20,7 +20,7 @@ def ensemble_exported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("translate_ensemble")
     write_reversal_pairs(folder / "pairs.csv", 2000, seed=1)
     assert kpipe_in_process("run", "g2p-attention", "--data", "pairs.csv",
-                            *[a for o in ENSEMBLE for a in ("--set", o)], *SMALL, cwd=folder) == 0
+                            *[a for o in ENSEMBLE for a in ("--set", o)], *SMALL, cwd=folder)[0] == 0
     return folder, folder / "saved_models" / "g2p-attention" / "1"
 
 

@@ -1,7 +1,5 @@
 """word2vec-bible on the first verses of the real corpus: vector files for kpipe and gensim, SavedModel, errors."""
 
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -9,7 +7,7 @@ import tensorflow as tf
 
 from kpipe.cli.commands import main
 from kpipe.vectors.word_vectors import load_word_vectors
-from tests.helpers import served_in_thread
+from tests.helpers import kpipe_in_process, served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -17,11 +15,11 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("word2vec")
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "word2vec-bible", "--set", "data.limit=3000",
-                          "--set", "training.epochs=1", "--set", "preprocessing.min_count=3",
-                          "--set", "model.embedding_dim=16"], cwd=folder, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "words/s" in run.stdout
+    code, printed = kpipe_in_process("run", "word2vec-bible", "--set", "data.limit=3000", "--set", "training.epochs=1",
+                                     "--set", "preprocessing.min_count=3", "--set", "model.embedding_dim=16",
+                                     cwd=folder)
+    assert code == 0
+    assert "words/s" in printed
     return folder, folder / "saved_models" / "word2vec-bible" / "1"
 
 
