@@ -4,13 +4,14 @@ on the machine stops before training, with nothing written."""
 
 import json
 import os
+from unittest import mock
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import OFFLINE, kpipe, write_hugging_face_checkpoint
+from tests.helpers import OFFLINE, kpipe, kpipe_in_process, write_hugging_face_checkpoint
 
 pytestmark = pytest.mark.slow
 TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", ""]
@@ -22,16 +23,17 @@ def trained(tmp_path_factory):
     folder = tmp_path_factory.mktemp("minilm")
     write_hugging_face_checkpoint(folder / "checkpoint")
     # two_phase: one epoch of the head alone, then one of everything (the schedule itself: tests/unit/pretrained)
-    run = kpipe("run", "sentiment-minilm", "--set", "model.preset=checkpoint", "--set",
-                'model.backbone_training="two_phase"', "--set", "training.epochs=2", *TINY, cwd=folder,
-                env={**os.environ, **OFFLINE})
-    assert run.returncode == 0, run.stderr[-3000:]
-    return folder, run
+    with mock.patch.dict(os.environ, OFFLINE):  # in-process: the real command's runs are the tests below
+        code, printed = kpipe_in_process("run", "sentiment-minilm", "--set", "model.preset=checkpoint", "--set",
+                                         'model.backbone_training="two_phase"', "--set", "training.epochs=2", *TINY,
+                                         cwd=folder)
+    assert code == 0
+    return folder, printed
 
 
 def test_the_run_reports_the_encoder_beside_the_baseline_and_exports_both_signatures(trained):
-    folder, run = trained
-    assert "tfidf + logistic regression" in run.stdout and "Exported to saved_models/sentiment-minilm/1" in run.stdout
+    folder, printed = trained
+    assert "tfidf + logistic regression" in printed and "Exported to saved_models/sentiment-minilm/1" in printed
     export = folder / "saved_models" / "sentiment-minilm" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     assert metrics["pretrained"]["format"] == "hugging face" and metrics["pretrained"]["backbone"] == "BertBackbone"
