@@ -10,7 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from tests.helpers import kpipe, kpipe_in_process, synthetic_reviews
+from kpipe.cli.commands import main
+from tests.helpers import kpipe_in_process, synthetic_reviews
 
 pytestmark = pytest.mark.slow
 
@@ -77,13 +78,14 @@ def kill_after_epoch(folder, epoch):
     assert not (folder / "saved_models" / "imdb-bilstm" / "1").exists()  # no half-written export
 
 
-def test_kill_9_at_two_epochs_then_rerun_ends_as_the_uninterrupted_run(tmp_path, reference):
+def test_kill_9_at_two_epochs_then_rerun_ends_as_the_uninterrupted_run(tmp_path, reference, monkeypatch, caplog):
     noisy_reviews(tmp_path)
     kill_after_epoch(tmp_path, 1)  # the next run takes over the lock this one leaves
     kill_after_epoch(tmp_path, 2)  # ... resumed after epoch 1, killed again after epoch 2
-    rerun = kpipe(*ARGS, cwd=tmp_path)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert "Resuming after epoch 2" in rerun.stderr or "Resuming after epoch 3" in rerun.stderr  # (a kill may
+    monkeypatch.chdir(tmp_path)  # the rerun in-process: the killed runs were the real command
+    caplog.set_level("INFO")
+    assert main(ARGS) == 0
+    assert "Resuming after epoch 2" in caplog.text or "Resuming after epoch 3" in caplog.text  # (a kill may
     # land just after the next epoch's checkpoint)
     accuracy, history, weights = outcome(tmp_path)
     ref_accuracy, ref_history, ref_weights = reference
@@ -95,7 +97,8 @@ def test_kill_9_at_two_epochs_then_rerun_ends_as_the_uninterrupted_run(tmp_path,
         np.testing.assert_allclose(w, ref_w, rtol=1e-5, atol=1e-6)
 
 
-def test_two_configs_run_side_by_side_and_a_second_run_of_a_live_config_stops_at_once(tmp_path):
+def test_two_configs_run_side_by_side_and_a_second_run_of_a_live_config_stops_at_once(tmp_path, monkeypatch,
+                                                                                       capsys):
     """Two seeds of one pipeline train at once, each to its own version; meanwhile a second run of the first
     seed's config stops at once (one line, exit 2) and the first finishes."""
     noisy_reviews(tmp_path, n=600)
@@ -103,11 +106,11 @@ def test_two_configs_run_side_by_side_and_a_second_run_of_a_live_config_stops_at
     runs = [start(args, tmp_path) for args in configs]
     locks = tmp_path / "saved_models" / "imdb-bilstm" / ".locks"
     wait_for(lambda: len(list(locks.glob("*.owner.json"))) == 2, runs[0])
-    second = kpipe(*configs[0], cwd=tmp_path)
-    assert second.returncode == 2
-    last_line = second.stderr.strip().splitlines()[-1]
-    assert f"another run of this config is in progress (process {runs[0].pid} " in last_line
-    assert "Traceback" not in second.stderr
+    monkeypatch.chdir(tmp_path)  # the second run in-process: the two it meets are real processes
+    assert main(configs[0]) == 2
+    err = capsys.readouterr().err
+    assert f"another run of this config is in progress (process {runs[0].pid} " in err.strip().splitlines()[-1]
+    assert "Traceback" not in err
     for process in runs:
         _, err = process.communicate(timeout=600)
         assert process.returncode == 0, err[-3000:]
