@@ -78,15 +78,42 @@ def in_tmp_cwd(tmp_path, monkeypatch):
     return tmp_path
 
 
-# The slowest files (pytest --durations, 2026-11-27) are handed out first, so that neither xdist worker is left
-# running one of them alone at the end; the other files keep their order.
+# Files handed to the xdist workers slowest first (longest-first scheduling, so that neither worker is left
+# running a long file alone at the end), by their summed --durations on 2026-11-28 (seconds in the comments);
+# the other files follow in their usual order. pyproject's --no-loadscope-reorder keeps this order: by default
+# xdist would reorder the files by how many tests each holds.
 SLOWEST_FIRST = [
-    "tests/e2e/test_translate_ensemble.py", "tests/e2e/test_readme.py", "tests/e2e/test_tune.py",
-    "tests/e2e/distribution/test_multi_worker_pipelines.py", "tests/e2e/test_transformer_end_to_end.py",
-    "tests/unit/training/test_training.py", "tests/e2e/test_runs.py", "tests/e2e/test_transformer_pretraining.py",
-    "tests/e2e/test_pretrained_pipeline.py", "tests/e2e/distribution/test_multi_worker.py",
-    "tests/e2e/test_end_to_end.py", "tests/e2e/test_serve.py", "tests/e2e/test_forecast_end_to_end.py",
-    "tests/e2e/test_translate_end_to_end.py",
+    "tests/e2e/distribution/test_multi_worker_pipelines.py",  # 99
+    "tests/e2e/test_readme.py",  # 93
+    "tests/e2e/test_translate_ensemble.py",  # 90
+    "tests/e2e/test_tune.py",  # 86
+    "tests/e2e/test_serve.py",  # 76
+    "tests/e2e/distribution/test_multi_worker.py",  # 76
+    "tests/e2e/test_runs.py",  # 68
+    "tests/e2e/test_translate_end_to_end.py",  # 65
+    "tests/e2e/test_transformer_end_to_end.py",  # 61
+    "tests/e2e/test_pretrained_pipeline.py",  # 55
+    "tests/unit/models/test_seq2seq.py",  # 54
+    "tests/e2e/test_forecast_end_to_end.py",  # 52
+    "tests/unit/training/test_training.py",  # 51
+    "tests/e2e/test_end_to_end.py",  # 44
+    "tests/e2e/test_transformer_pretraining.py",  # 44
+    "tests/e2e/test_precision_end_to_end.py",  # 35
+    "tests/e2e/test_names_end_to_end.py",  # 31
+    "tests/e2e/test_ngrams_end_to_end.py",  # 30
+    "tests/e2e/test_sentence_encoder.py",  # 29
+    "tests/unit/models/test_transformer_classifier.py",  # 27
+    "tests/unit/training/test_exact_resume.py",  # 26
+    "tests/unit/exports/test_custom_layers.py",  # 19
+    "tests/e2e/test_console.py",  # 18
+    "tests/e2e/test_cli.py",  # 18
+    "tests/e2e/test_batch_predict.py",  # 18
+    "tests/e2e/test_missing_packages.py",  # 18
+    "tests/unit/pretrained/test_fine_tuning.py",  # 17
+    "tests/unit/pretrained/test_families.py",  # 16
+    "tests/unit/datasets/test_text_classification.py",  # 12
+    "tests/e2e/test_compare.py",  # 11
+    "tests/unit/models/test_char_transformer.py",  # 10
 ]
 
 
