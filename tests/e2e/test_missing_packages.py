@@ -1,6 +1,7 @@
 """Without the optional data packages, every command that needs one says what to install: one line, exit 2."""
 
 import importlib.util
+import json
 
 import pytest
 
@@ -54,14 +55,16 @@ def test_pipelines_without_wordpiece_run_and_serve_without_tensorflow_text(tmp_p
     env = without_tensorflow_text(tmp_path)
     check = subprocess.run([sys.executable, "-c", "import tensorflow_text"], env=env, capture_output=True, text=True)
     assert check.returncode != 0  # the blocker works
-    run = subprocess.run([sys.executable, "-m", "kpipe", "run", "sentiment-bigrams", "--set", "data.limit=800",
-                          "--set", "training.epochs=1"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=600)
+    # One process without tensorflow-text trains, exports, then predicts from the export (one TensorFlow start-up).
+    script = ("import json, sys\nfrom kpipe.cli.commands import main\n"
+              "sys.exit(max(main(argv) for argv in json.loads(sys.argv[1])))\n")
+    commands = [["run", "sentiment-bigrams", "--set", "data.limit=800", "--set", "training.epochs=1"],
+                ["predict", "sentiment-bigrams", "great crew, thanks"]]
+    run = subprocess.run([sys.executable, "-c", script, json.dumps(commands)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    predict = subprocess.run([sys.executable, "-m", "kpipe", "predict", "sentiment-bigrams", "great crew, thanks"],
-                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert predict.returncode == 0 and predict.stdout.split("\t")[0] in {"negative", "neutral", "positive"}, \
-        predict.stderr[-2000:]
+    assert (tmp_path / "saved_models" / "sentiment-bigrams" / "1" / "saved_model.pb").is_file()
+    assert run.stdout.splitlines()[-1].split("\t")[0] in {"negative", "neutral", "positive"}, run.stdout[-2000:]
 
 
 # === the serve extra ===
