@@ -123,15 +123,6 @@ def test_neighbors_reads_the_transformers_token_embedding(exported, capsys, monk
     assert len(capsys.readouterr().out.splitlines()) == 3
 
 
-def test_the_keras_model_of_an_export_loads_in_a_fresh_process(exported):
-    _, export = exported
-    code = ("import sys, numpy as np, kpipe; model = kpipe.load_keras_model(sys.argv[1]); "
-            "print(model.name, model.predict(np.array([[7, 8, 9, 0]]), verbose=0).shape)")
-    run = subprocess.run([sys.executable, "-c", code, str(export)], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split()[-3:] == ["transformer_classifier", "(1,", "3)"]
-
-
 def test_served_over_tf_serving_rest_both_signatures(exported):
     folder, export = exported
     texts = ["great crew, thanks!", "lost my bag"]
