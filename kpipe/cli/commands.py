@@ -348,12 +348,12 @@ def cmd_generate(args) -> int:
 
 
 def _word_vectors(args):
-    _import_tensorflow_quietly()
     from kpipe.vectors import word_vectors
 
     if args.model:
+        _import_tensorflow_quietly()  # the export's Keras model holds the vectors
         return word_vectors.classifier_word_vectors(args.model)
-    return word_vectors.load_word_vectors(args.vectors)
+    return word_vectors.load_word_vectors(args.vectors)  # a text file (or glove:6B.50d): no TensorFlow needed
 
 
 def cmd_neighbors(args) -> int:

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe
+from tests.helpers import kpipe, kpipe_reporting_tensorflow
 
 
 def run_cli(capsys, *argv):
@@ -31,6 +31,22 @@ def test_list_and_show(capsys):
     code, out, _ = run_cli(capsys, "show", "imdb-bilstm", "--data", "reviews.csv", "--set", "training.epochs=2")
     assert code == 0
     assert 'source = "file"' in out and 'path = "reviews.csv"' in out and "epochs = 2" in out
+
+
+def test_list_show_and_the_word_tools_run_as_real_processes_the_word_tools_without_tensorflow(tmp_path):
+    """`python -m kpipe` for the commands that need no export (their other tests call `main`); the word tools
+    read a vectors file without loading TensorFlow (under a second, not ten)."""
+    (tmp_path / "v.txt").write_text("cat 1.0 0.0 0.0\nkitten 0.9 0.1 0.0\ndog 0.0 1.0 0.0\nthe 0.1 0.2 0.3\n")
+    listed = kpipe("list", cwd=tmp_path)
+    assert listed.returncode == 0 and "sentiment-bilstm" in listed.stdout, listed.stderr[-2000:]
+    shown = kpipe("show", "sentiment-bilstm", "--set", "training.epochs=2", cwd=tmp_path)
+    assert shown.returncode == 0 and "epochs = 2" in shown.stdout, shown.stderr[-2000:]
+    neighbors = kpipe("neighbors", "cat", "--vectors", "v.txt", "-k", "1", cwd=tmp_path)
+    assert neighbors.returncode == 0 and neighbors.stdout == "0.9939\tkitten\n", neighbors.stderr[-2000:]
+    analogy = kpipe("analogy", "cat", "kitten", "dog", "--vectors", "v.txt", "-k", "1", cwd=tmp_path)
+    assert analogy.returncode == 0 and analogy.stdout.endswith("\tthe\n")  # cat - kitten + dog: "the" is left
+    similarity = kpipe_reporting_tensorflow("similarity", "cat", "kitten", "--vectors", "v.txt", cwd=tmp_path)
+    assert similarity.returncode == 0 and similarity.stdout.split() == ["0.9939", "False"], similarity.stderr
 
 
 def make_bad_inputs(tmp_path):

@@ -11,7 +11,7 @@ import tensorflow as tf
 from kpipe.cli.commands import main
 from kpipe.config.pipelines import load_pipeline
 from kpipe.tasks import run_pipeline
-from tests.helpers import kpipe_in_process, served_in_thread
+from tests.helpers import kpipe, kpipe_in_process, served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -76,9 +76,9 @@ def test_cli_forecast_prints_the_next_horizon_with_timestamps(exported, capsys, 
     recent = pd.DataFrame({"time": pd.date_range("2000-08-20", periods=200, freq="30min"),
                            "demand_mw": load_taylor()[-200:]})
     recent.to_csv(folder / "recent.csv", index=False)
-    monkeypatch.chdir(folder)
-    assert main(["forecast", "electricity-seasonal-ar", "--input", "recent.csv", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    run = kpipe("forecast", "electricity-seasonal-ar", "--input", "recent.csv", "--json", cwd=folder)  # a real process
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout)
     assert out["target"] == "demand_mw" and len(out["forecast"]) == 12
     last = recent["time"].iloc[-1]
     assert out["times"][0] == (last + pd.Timedelta("30min")).isoformat()

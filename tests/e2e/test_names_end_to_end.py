@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe_in_process, served_in_thread
+from tests.helpers import kpipe, kpipe_in_process, served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -44,14 +44,14 @@ def test_plain_tensorflow_generate_signature(exported):
 
 def test_cli_generate(exported, capsys, monkeypatch):
     folder, _ = exported
-    monkeypatch.chdir(folder)
-    assert main(["generate", "names-char", "--prefix", "Al", "--count", "5", "--category", "japan",
-                 "--seed", "3", "--json"]) == 0
-    names = json.loads(capsys.readouterr().out)
+    args = ["generate", "names-char", "--prefix", "Al", "--count", "5", "--category", "japan", "--seed", "3", "--json"]
+    run = kpipe(*args, cwd=folder)  # the command's real process
+    assert run.returncode == 0, run.stderr[-2000:]
+    names = json.loads(run.stdout)
     assert len(names) == 5 and all(n.startswith("Al") for n in names)
-    assert main(["generate", "names-char", "--prefix", "Al", "--count", "5", "--category", "japan",
-                 "--seed", "3", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == names  # same seed, same names
+    monkeypatch.chdir(folder)
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out) == names  # same seed, same names (in another process too)
 
 
 GENERATE_MISTAKES = {

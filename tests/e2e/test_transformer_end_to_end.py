@@ -12,7 +12,7 @@ import tensorflow_text  # noqa: F401  (registers the WordPiece ops for the plain
 
 from kpipe.cli.commands import main
 from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary
-from tests.helpers import kpipe_in_process, served_in_thread
+from tests.helpers import kpipe, kpipe_in_process, served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -82,8 +82,10 @@ def test_cli_embed_and_similar(exported, tmp_path, capsys, monkeypatch):
     assert row["text"] == "great crew" and len(row["embedding"]) == 64
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("great crew\nlost my bag\nflight delayed\n", encoding="utf-8")
-    assert main(["similar", "sentiment-transformer", "--query", "great crew", "--file", str(sentences), "-k", "2"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    similar = kpipe("similar", "sentiment-transformer", "--query", "great crew", "--file", str(sentences), "-k", "2",
+                    cwd=folder)  # the command's real process
+    assert similar.returncode == 0, similar.stderr[-2000:]
+    lines = similar.stdout.splitlines()
     assert len(lines) == 2 and lines[0].endswith("\tgreat crew") and float(lines[0].split("\t")[0]) == \
         pytest.approx(1.0, abs=1e-4)  # a sentence is closest to itself
 

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import SMALL, kpipe_in_process, served_in_thread, write_reversal_pairs
+from tests.helpers import SMALL, kpipe, kpipe_in_process, served_in_thread, write_reversal_pairs
 
 pytestmark = pytest.mark.slow
 
@@ -77,9 +77,10 @@ def test_plain_tensorflow_translates_raw_strings_with_attention(exported):
 
 def test_cli_translate_prints_tab_separated_and_json(exported, capsys, monkeypatch):
     folder, export = exported
+    run = kpipe("translate", "g2p-attention", "bad", "cafe", cwd=folder)  # the command's real process
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.splitlines() == ["bad\tD A B", "cafe\tE F A C"]
     monkeypatch.chdir(folder)
-    assert main(["translate", "g2p-attention", "bad", "cafe"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["bad\tD A B", "cafe\tE F A C"]
     assert main(["translate", str(export), "ace", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"input": "ace", "output": "E C A"}
 

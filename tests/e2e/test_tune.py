@@ -24,6 +24,15 @@ def states(folder):
         return [row[0] for row in db.execute("SELECT state FROM trials ORDER BY number")]
 
 
+def beating(folder):
+    """Whether a running trial has recorded a heartbeat. Optuna fails a killed trial by its heartbeat's age, so a
+    tuner killed between creating a trial and its first heartbeat (milliseconds) leaves that trial "running"
+    for good; this test kills it mid-trial, after the first heartbeat."""
+    with sqlite3.connect(folder / "saved_models" / "sentiment-bigrams" / "tune" / "study.db") as db:
+        return db.execute("SELECT COUNT(*) FROM trials JOIN trial_heartbeats USING (trial_id) "
+                          "WHERE state = 'RUNNING'").fetchone()[0] > 0
+
+
 @pytest.fixture
 def space(tmp_path):
     (tmp_path / "space.toml").write_text(SPACE)
@@ -68,9 +77,9 @@ def test_a_tuner_killed_mid_trial_resumes_the_study_and_marks_that_trial_failed(
                                 "--trials", "3", "--pruner", "none"], cwd=space, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
-    while time.time() < deadline:  # one trial finished and the next running
+    while time.time() < deadline:  # one trial finished and the next running, its heartbeat recorded
         found = states(space) if (space / "saved_models/sentiment-bigrams/tune/study.db").exists() else []
-        if found.count("COMPLETE") == 1 and "RUNNING" in found:
+        if found.count("COMPLETE") == 1 and "RUNNING" in found and beating(space):
             break
         time.sleep(0.2)
     process.send_signal(signal.SIGKILL)
