@@ -5,7 +5,8 @@ Each trial is `kpipe run PIPELINE` with the trial's overrides, exported into the
 (`<export.dir>/<pipeline>/tune/trials/<number>/`), scored on the task's validation figure at the epoch the
 run keeps (never on test). After every epoch the figure is reported to the pruner, which stops trials
 that fall behind the others at the same epoch. A killed process's trial is marked failed by the next
-process once its heartbeat is older than the grace period, and the study goes on.
+process once its heartbeat is older than the grace period (or, killed before its first heartbeat, once it
+started longer ago than that), and the study goes on.
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOpt
         study = _open_study(optuna, options, folder, study_name(config, dimensions, overrides), direction,
                             make_sampler(options, dimensions), make_pruner(options.pruner))
     study.set_user_attr("metric", metric)
+    _fail_trials_without_heartbeat(optuna, study)
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     log.info("Study %s in %s: %d of %d trials finished so far; scored on %s", study.study_name,
              options.storage or folder / "study.db", len(study.get_trials(states=finished)), options.trials, metric)
@@ -132,6 +134,35 @@ def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOpt
     from kpipe.tuning.report import write_report
 
     return write_report(study, pipeline, overrides, dimensions, metric, folder, export_best=options.export_best)
+
+
+def _fail_trials_without_heartbeat(optuna, study) -> None:
+    """Fail the running trials that never recorded a heartbeat and started over the grace period ago.
+
+    Optuna fails a dead process's trial once its last heartbeat is older than the grace period; a tuner killed
+    between creating a trial and its first heartbeat (milliseconds) leaves a trial with none, which that rule
+    never fails: it would stay "running" in the study for good.
+    """
+    import datetime
+
+    import sqlalchemy.orm
+    from optuna.storages._rdb import models  # Optuna has no public call for a trial's heartbeat
+
+    storage = getattr(study._storage, "_backend", study._storage)  # create_study wraps it in a cache
+    if not isinstance(storage, optuna.storages.RDBStorage):
+        return
+    started_before = datetime.datetime.now() - datetime.timedelta(seconds=GRACE_SECONDS)
+    with sqlalchemy.orm.Session(storage.engine) as session:
+        orphans = [trial.trial_id for trial in session.query(models.TrialModel).filter(
+            models.TrialModel.study_id == study._study_id,
+            models.TrialModel.state == optuna.trial.TrialState.RUNNING,
+            ~models.TrialModel.heartbeats.any()) if trial.datetime_start < started_before]  # both local time
+    for trial_id in orphans:
+        try:
+            study._storage.set_trial_state_values(trial_id, state=optuna.trial.TrialState.FAIL)
+            log.info("Trial %d never reported from its process: marked failed", trial_id)
+        except optuna.exceptions.UpdateFinishedTrialError:  # another process did it first
+            pass
 
 
 def _open_study(optuna, options: TuneOptions, folder: Path, name: str, direction: str, sampler, pruner,

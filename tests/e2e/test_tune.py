@@ -91,6 +91,25 @@ def test_a_tuner_killed_mid_trial_resumes_the_study_and_marks_that_trial_failed(
     assert states(space) == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
 
 
+def test_a_trial_left_running_without_a_heartbeat_is_failed_when_the_study_resumes(space, monkeypatch):
+    """A tuner killed between creating a trial and its first heartbeat leaves the trial running with none;
+    Optuna's heartbeat rule never fails it, kpipe does once it is older than the grace period."""
+    import optuna
+
+    from kpipe.tuning import study as tuning
+
+    monkeypatch.chdir(space)
+    args = ["tune", "sentiment-bigrams", "--space", "space.toml", *TINY, "--set", "training.epochs=1",
+            "--pruner", "none"]
+    assert main([*args, "--trials", "1"]) == 0
+    database = f"sqlite:///{space / 'saved_models' / 'sentiment-bigrams' / 'tune' / 'study.db'}"
+    optuna.load_study(study_name=None, storage=database).ask()  # created, never run: no heartbeat
+    monkeypatch.setattr(tuning, "GRACE_SECONDS", 1)  # instead of waiting 6 s
+    time.sleep(1.5)
+    assert main([*args, "--trials", "2"]) == 0
+    assert states(space) == ["COMPLETE", "FAIL", "COMPLETE"]
+
+
 def test_a_hopeless_trial_is_pruned_after_its_first_epoch(tmp_path, monkeypatch):
     """Two good trials, then one whose learning rate (100) wrecks the naive-Bayes start the n-gram model has:
     the median pruner stops it at epoch 1."""
