@@ -153,14 +153,14 @@ def _fail_trials_without_heartbeat(optuna, study) -> None:
         return
     started_before = datetime.datetime.now() - datetime.timedelta(seconds=GRACE_SECONDS)
     with sqlalchemy.orm.Session(storage.engine) as session:
-        orphans = [trial.trial_id for trial in session.query(models.TrialModel).filter(
+        orphans = [(trial.trial_id, trial.number) for trial in session.query(models.TrialModel).filter(
             models.TrialModel.study_id == study._study_id,
             models.TrialModel.state == optuna.trial.TrialState.RUNNING,
             ~models.TrialModel.heartbeats.any()) if trial.datetime_start < started_before]  # both local time
-    for trial_id in orphans:
+    for trial_id, number in orphans:
         try:
             study._storage.set_trial_state_values(trial_id, state=optuna.trial.TrialState.FAIL)
-            log.info("Trial %d never reported from its process: marked failed", trial_id)
+            log.info("Trial %d never reported from its process (killed as it started): marked failed", number)
         except optuna.exceptions.UpdateFinishedTrialError:  # another process did it first
             pass
 
