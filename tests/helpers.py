@@ -50,13 +50,9 @@ def kpipe_in_process(*args, cwd) -> tuple[int, str]:
     tests; a fresh process costs a TensorFlow start-up); a module fixture cannot use monkeypatch."""
     from kpipe.cli.commands import main
 
-    before, printed = os.getcwd(), io.StringIO()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(printed):
-            code = main(list(args))
-    finally:
-        os.chdir(before)
+    printed = io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(printed):
+        code = main(list(args))
     return code, printed.getvalue()
 
 
@@ -350,9 +346,7 @@ def served_in_thread(*args: str, cwd):
     from kpipe.cli.parser import build_parser
     from kpipe.serving.app import http_server
 
-    before = os.getcwd()
-    os.chdir(cwd)  # names resolve, and newer versions are looked for, from `cwd` as in the command
-    try:
+    with contextlib.chdir(cwd):  # names resolve, and newer versions are looked for, from `cwd` as in the command
         models, sock, options = open_serving(build_parser().parse_args(["serve", *args, "--port", "0"]))
         server = http_server(models, options)
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -365,8 +359,6 @@ def served_in_thread(*args: str, cwd):
             server.should_exit = True
             thread.join(timeout=30)
             sock.close()
-    finally:
-        os.chdir(before)
 
 
 def wait_for(condition, timeout: float = 60, every: float = 0.5):
