@@ -101,6 +101,9 @@ def _convert(path: str, value: Any, tp: Any) -> Any:
                               f"known: {', '.join(families)}")
         return from_dict(families[family], value, path=path)
     if origin in (typing.Union, types.UnionType):
+        tables = [option for option in typing.get_args(tp) if dataclasses.is_dataclass(option)]
+        if len(tables) == 1 and isinstance(value, Mapping):  # an optional table: its own errors, not "must be"
+            return from_dict(tables[0], value, path=path)
         for option in typing.get_args(tp):
             try:
                 return _convert(path, value, option)

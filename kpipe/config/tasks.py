@@ -21,7 +21,7 @@ from kpipe.models.configs import (BagOfNgramsConfig, CharGeneratorConfig, CharTr
                                   EnsembleClassifierConfig, PretrainedClassifierConfig, RNNClassifierConfig,
                                   RNNForecasterConfig, SentenceEncoderConfig, Seq2SeqConfig,
                                   TransformerClassifierConfig, Word2VecConfig)
-from kpipe.pretrained.presets import check_preset
+from kpipe.pretrained.presets import check_preset, naming
 from kpipe.preprocessing.configs import (NamesPreprocessingConfig, PairPreprocessingConfig, SkipGramConfig,
                                          TextPreprocessingConfig, WindowConfig)
 
@@ -53,11 +53,17 @@ class TaskSpec:
 def check_classify_config(config: "PipelineConfig") -> None:
     model = config.model
     if isinstance(model, EnsembleClassifierConfig):
+        own = model.ngrams_training
+        for key in ("strategy", "worker_timeout_s", "refit_with_validation"):
+            if own and getattr(own, key) != getattr(config.training, key):
+                raise ConfigError(f"model.ngrams_training.{key} differs from training.{key}; a run has one "
+                                  f"strategy; set it in [training] only")
         model = model.sequence
     if isinstance(model, BagOfNgramsConfig):
         return
     if isinstance(model, PretrainedClassifierConfig):
-        check_preset(model.preset, config.preprocessing.sequence_length)
+        with naming("model.sequence.preset" if model is not config.model else "model.preset"):
+            check_preset(model.preset, config.preprocessing.sequence_length)
         if model.backbone_training == "two_phase" and model.head_epochs >= config.training.epochs:
             raise ConfigError(f"model.head_epochs={model.head_epochs} leaves no epoch for fine-tuning the encoder "
                               f"with training.epochs={config.training.epochs}; make head_epochs smaller than epochs")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from kpipe.config.strict import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.config.training import TrainingConfig
 from kpipe.tokens import CHARS, SEQ2SEQ
 
 # Config name -> recurrent layer in keras.layers (kpipe.models.recurrent_cells.CELLS looks them up there).
@@ -580,12 +581,18 @@ class EnsembleClassifierConfig:
             with `family = "pretrained_classifier"`.
         ngram_weight: the n-gram member's share of the average; -1 chooses it on validation
             (0, 0.05, ..., 1).
+        ngrams_training: how the n-gram member trains ([model.ngrams_training], a whole training
+            table: keys left out take the training defaults, not [training]'s), when it should train
+            unlike the sequence member: a pretrained encoder fine-tunes at 5e-5 for a few epochs, far
+            too little for a bag of n-grams learned from zero. Unset: both follow [training]. Its strategy
+            and worker timeout must be [training]'s (one strategy per run).
     """
 
     family: str = "ensemble"
     ngrams: BagOfNgramsConfig = BagOfNgramsConfig()
     sequence: RNNClassifierConfig | PretrainedClassifierConfig = RNNClassifierConfig()
     ngram_weight: float = -1.0
+    ngrams_training: TrainingConfig | None = None
 
     def __post_init__(self):
         check_choice("family", self.family, ("ensemble",))

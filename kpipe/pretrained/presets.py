@@ -9,6 +9,7 @@ one line that says where the cache is and how to point at a local copy instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -20,6 +21,16 @@ REMOTE_SCHEMES = ("hf://", "kaggle://", "modelscope://")
 
 class PresetUnavailableError(KpipeError):
     """The preset is not on this machine and cannot be downloaded (or is not a checkpoint keras-hub reads)."""
+
+
+@contextlib.contextmanager
+def naming(key: str):
+    """This module's errors name the preset's config key as `key` (an ensemble's "model.sequence.preset")
+    instead of "model.preset"."""
+    try:
+        yield
+    except (ConfigError, PresetUnavailableError) as error:
+        raise type(error)(str(error).replace("model.preset", key)) from None
 
 
 def is_local(preset: str) -> bool:

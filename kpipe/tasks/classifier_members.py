@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kpipe.config.training import TrainingConfig
 from kpipe.datasets.corpus import CorpusDataConfig, load_corpus
 from kpipe.datasets.text_classification import TextSplits
 from kpipe.vectors.word_vectors import align_to_vocabulary, load_word_vectors
@@ -66,10 +67,12 @@ class Member:
         return np.concatenate([1.0 - output, output], axis=1) if output.shape[1] == 1 else output
 
 
-def train_member(run: Run, model_config, splits: TextSplits, pre: TextPreprocessingConfig, subdir: str = "") -> Member:
-    """Train the classifier `model_config` describes on `splits` (its work state in `subdir`)."""
+def train_member(run: Run, model_config, splits: TextSplits, pre: TextPreprocessingConfig, subdir: str = "",
+                 training: TrainingConfig | None = None) -> Member:
+    """Train the classifier `model_config` describes on `splits` (its work state in `subdir`); an n-gram
+    member trains with `training` when given (an ensemble's `model.ngrams_training`), else [training]."""
     if isinstance(model_config, BagOfNgramsConfig):
-        return train_bag_of_ngrams(run, model_config, splits, pre, subdir)
+        return train_bag_of_ngrams(run, model_config, splits, pre, subdir, training or run.config.training)
     if isinstance(model_config, PretrainedClassifierConfig):
         return train_pretrained(run, model_config, splits, pre, subdir)
     return train_sequence_model(run, model_config, splits, pre, subdir)
@@ -78,7 +81,7 @@ def train_member(run: Run, model_config, splits: TextSplits, pre: TextPreprocess
 # === Bag of n-grams ===
 
 def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextSplits,
-                        pre: TextPreprocessingConfig, subdir: str = "") -> Member:
+                        pre: TextPreprocessingConfig, subdir: str, training: TrainingConfig) -> Member:
     if model_config.weighting == "nb" and model_config.hidden_units and splits.num_classes > 2:
         raise ConfigError("model.weighting='nb' with a hidden layer needs two classes; this data has "
                           f"{splits.num_classes}: use model.hidden_units=0 or another weighting")
@@ -90,12 +93,13 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
     ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha) if model_config.weighting == "nb" else None
     fit_seconds = time.perf_counter() - started
     model_config = dataclasses.replace(model_config, vocabulary_size=features.size, num_classes=splits.num_classes)
-    seed = run.config.training.seed
+    batch_size = training.batch_size * run.strategy.num_replicas_in_sync
 
     def dataset(texts, labels, shuffle=False):
-        return make_ngram_dataset(texts, labels, features, batch_size=run.global_batch, shuffle=shuffle, seed=seed)
+        return make_ngram_dataset(texts, labels, features, batch_size=batch_size, shuffle=shuffle,
+                                  seed=training.seed)
 
-    model, history = run.train(lambda: build_bag_of_ngrams(model_config, ratios), subdir=subdir,
+    model, history = run.train(lambda: build_bag_of_ngrams(model_config, ratios), subdir=subdir, config=training,
                                loss=_loss(splits), metrics=["accuracy"],
                                train_data=dataset(splits.train.texts, splits.train.labels, shuffle=True),
                                validation_data=dataset(splits.validation.texts, splits.validation.labels))

@@ -27,9 +27,10 @@ from kpipe.evaluation import reporting
 from kpipe.evaluation.classification import classification_metrics
 from kpipe.datasets.text_classification import TextSplits, load_text_classification
 from kpipe.evaluation import tfidf_baseline
-from kpipe.models.configs import EnsembleClassifierConfig
+from kpipe.models.configs import EnsembleClassifierConfig, PretrainedClassifierConfig
 from kpipe.models.masked_pooling import MaskedMeanPooling
 from kpipe.config.pipeline import PipelineConfig, RunResult
+from kpipe.pretrained import presets
 from kpipe.training.run import Run
 from kpipe.tasks.classifier_members import Member, train_member
 
@@ -158,8 +159,14 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
     pre = config.preprocessing
 
     if isinstance(config.model, EnsembleClassifierConfig):
-        members = [train_member(run, config.model.ngrams, splits, pre, subdir="ngrams"),
-                   train_member(run, config.model.sequence, splits, pre, subdir="sequence")]
+        sequence = config.model.sequence
+        with presets.naming("model.sequence.preset"):
+            if isinstance(sequence, PretrainedClassifierConfig):  # a missing download stops before any training
+                presets.load_preprocessor(sequence.preset, pre.sequence_length)
+        ngrams = train_member(run, config.model.ngrams, splits, pre, subdir="ngrams",
+                              training=config.model.ngrams_training)
+        with presets.naming("model.sequence.preset"):
+            members = [ngrams, train_member(run, sequence, splits, pre, subdir="sequence")]
         weights, ensemble_report = ensemble_weights(members, splits, config.model.ngram_weight)
     else:
         members, weights, ensemble_report = [train_member(run, config.model, splits, pre)], [1.0], None

@@ -2,6 +2,7 @@
 baseline beside the model, the ensemble's weighted average."""
 
 import json
+import zipfile
 
 import keras
 import numpy as np
@@ -45,7 +46,8 @@ def test_imdb_ensemble_trains_both_members_and_exports_one_model(tmp_path, monke
     monkeypatch.chdir(tmp_path)  # in-process: the test above runs the real command
     assert main(["run", "imdb-ensemble", "--data", "reviews.csv", "--set", "training.epochs=1",
                  "--set", "model.sequence.units=[8]", "--set", "model.sequence.embedding_dim=8",
-                 "--set", "model.ngrams.max_features=2000"]) == 0
+                 "--set", "model.ngrams.max_features=2000", "--set", "model.ngrams_training.epochs=2",
+                 "--set", "model.ngrams_training.learning_rate=0.01"]) == 0
     export = tmp_path / "saved_models" / "imdb-ensemble" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     ensemble = metrics["ensemble"]
@@ -53,7 +55,11 @@ def test_imdb_ensemble_trains_both_members_and_exports_one_model(tmp_path, monke
     assert set(ensemble["validation_accuracy"]) == {"ngrams", "sequence", "ensemble"}
     assert ensemble["validation_accuracy"]["ensemble"] >= max(ensemble["validation_accuracy"]["ngrams"],
                                                               ensemble["validation_accuracy"]["sequence"])
-    assert metrics["epochs_trained"] == 2  # one epoch of each member
+    assert metrics["epochs_trained"] == 3  # the n-gram member's own two epochs, the sequence member's one
+    # Each member was compiled its own way: the n-grams' learning rate, [training]'s for the BiLSTM.
+    rates = [json.loads(zipfile.ZipFile(export / name).read("config.json"))["compile_config"]["optimizer"]
+             ["config"]["learning_rate"] for name in ("ngrams_model.keras", "model.keras")]
+    np.testing.assert_allclose(rates, [0.01, 0.001])
     assert (export / "ngrams_model.keras").is_file() and (export / "ngrams_vocabulary.txt").is_file()
     loaded = tf.saved_model.load(str(export))  # kept referenced: its functions hold its variables weakly
     out = loaded.serve(tf.constant(["a wonderful film", "dull and awful"]))

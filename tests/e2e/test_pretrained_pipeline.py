@@ -80,3 +80,13 @@ def test_a_preset_that_is_not_downloaded_stops_before_training_and_writes_nothin
                                                                   "'all_minilm_l6_v2_en' is not downloaded")
     assert "--set model.preset=/path/to/checkpoint" in lines[-1] and "kagglehub" in lines[-1]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_ensembles_missing_preset_stops_the_run_before_its_ngram_member_trains(tmp_path, capsys):
+    with mock.patch.dict(os.environ, OFFLINE):  # in-process: the test above runs the real command
+        code, printed = kpipe_in_process("run", "sentiment-minilm-ensemble", *TINY, cwd=tmp_path)
+    assert code == 2 and printed == ""
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("kpipe: error: the pretrained model 'all_minilm_l6_v2_en' is not downloaded")
+    assert "--set model.sequence.preset=/path/to/checkpoint" in line
+    assert list(tmp_path.iterdir()) == []

@@ -101,6 +101,23 @@ def test_a_config_with_nested_sections_round_trips_through_toml():
     assert parse_pipeline_config(tomllib.loads(text)) == config
 
 
+def test_an_ensembles_ngram_member_trains_its_own_way_only_within_the_runs_strategy():
+    from kpipe.config.pipelines import load_pipeline
+    from kpipe.config.training import TrainingConfig
+    from kpipe.errors import ConfigError
+
+    assert load_pipeline("imdb-ensemble").model.ngrams_training is None  # both members follow [training]
+    config = load_pipeline("imdb-ensemble", ["model.ngrams_training.epochs=7", "training.epochs=2"])
+    assert config.model.ngrams_training == TrainingConfig(epochs=7)  # a whole table: the rest are defaults
+    assert config.training.epochs == 2
+    with pytest.raises(ConfigError, match=r"unknown key 'model.ngrams_training.epochz' \(did you mean "
+                                          r"'model.ngrams_training.epochs'\?\)"):
+        load_pipeline("imdb-ensemble", ["model.ngrams_training.epochz=2"])
+    with pytest.raises(ConfigError, match=r"model.ngrams_training.strategy differs from training.strategy; a run "
+                                          r"has one strategy; set it in \[training\] only"):
+        load_pipeline("imdb-ensemble", ['model.ngrams_training.strategy="one_device"'])
+
+
 def test_an_ensembles_sequence_member_is_chosen_by_its_family():
     from kpipe.config.pipelines import load_pipeline
     from kpipe.errors import ConfigError
