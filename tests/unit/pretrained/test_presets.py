@@ -108,3 +108,13 @@ def test_a_checkpoint_kpipe_cannot_use_is_one_line_exit_2_and_nothing_written(tm
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not (tmp_path / "saved_models").exists()
+
+
+def test_an_ensembles_checkpoint_mistake_names_the_members_key(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    hugging_face_folder(tmp_path / "checkpoint", "gpt2")
+    assert main(["run", "sentiment-minilm-ensemble", "--set", "model.sequence.preset=checkpoint"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kpipe: error: model.sequence.preset folder checkpoint holds a 'gpt2' "
+                                               "checkpoint"), err
+    assert not (tmp_path / "saved_models").exists()
