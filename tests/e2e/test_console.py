@@ -44,16 +44,20 @@ def test_debug_shows_tensorflows_own_lines_and_info_describes_the_setup(tmp_path
     assert set(info["pipelines"]) == set(registry())
     assert info["pipelines"]["sentiment-transformer"] == {
         "task": "classify", "data": "embedded:tweets-sentiment", "missing": [], "model_download": "",
-        "runs_offline": True}
+        "preset_key": "", "runs_offline": True}
     assert info["pipelines"]["sentiment-minilm"] == {
         "task": "classify", "data": "embedded:tweets-sentiment", "missing": [],
-        "model_download": "all_minilm_l6_v2_en", "runs_offline": False}
+        "model_download": "all_minilm_l6_v2_en", "preset_key": "model.preset", "runs_offline": False}
     assert info["data_packages"]["taylor"]["installed"] is True
 
 
 def test_info_says_which_pipelines_download_a_model(capsys):
     assert main(["info"]) == 0  # in-process: the fresh-process runs of `kpipe info` are above
-    assert "downloads the model all_minilm_l6_v2_en on first run" in capsys.readouterr().out
+    lines = capsys.readouterr().out.splitlines()
+    line = next(line for line in lines if line.split()[:1] == ["sentiment-minilm"])
+    assert line.endswith("downloads the model all_minilm_l6_v2_en on first run (or --set model.preset=FOLDER)")
+    line = next(line for line in lines if line.split()[:1] == ["sentiment-minilm-ensemble"])
+    assert line.endswith("(or --set model.sequence.preset=FOLDER)")
 
 
 def test_info_names_what_is_missing(monkeypatch, capsys):
