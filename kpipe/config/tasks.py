@@ -56,8 +56,8 @@ def check_classify_config(config: "PipelineConfig") -> None:
         own = model.ngrams_training
         for key in ("strategy", "worker_timeout_s", "refit_with_validation"):
             if own and getattr(own, key) != getattr(config.training, key):
-                raise ConfigError(f"model.ngrams_training.{key} differs from training.{key}; a run has one "
-                                  f"strategy; set it in [training] only")
+                raise ConfigError(f"model.ngrams_training.{key} differs from training.{key}; a run's strategy, "
+                                  f"worker timeout and refit are [training]'s: set it there only")
         model = model.sequence
     if isinstance(model, BagOfNgramsConfig):
         return

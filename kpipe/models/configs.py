@@ -584,8 +584,8 @@ class EnsembleClassifierConfig:
         ngrams_training: how the n-gram member trains ([model.ngrams_training], a whole training
             table: keys left out take the training defaults, not [training]'s), when it should train
             unlike the sequence member: a pretrained encoder fine-tunes at 5e-5 for a few epochs, far
-            too little for a bag of n-grams learned from zero. Unset: both follow [training]. Its strategy
-            and worker timeout must be [training]'s (one strategy per run).
+            too little for a bag of n-grams learned from zero. Unset: both follow [training]. Its strategy,
+            worker timeout and refit must be [training]'s (they belong to the run).
     """
 
     family: str = "ensemble"

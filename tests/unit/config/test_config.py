@@ -113,8 +113,8 @@ def test_an_ensembles_ngram_member_trains_its_own_way_only_within_the_runs_strat
     with pytest.raises(ConfigError, match=r"unknown key 'model.ngrams_training.epochz' \(did you mean "
                                           r"'model.ngrams_training.epochs'\?\)"):
         load_pipeline("imdb-ensemble", ["model.ngrams_training.epochz=2"])
-    with pytest.raises(ConfigError, match=r"model.ngrams_training.strategy differs from training.strategy; a run "
-                                          r"has one strategy; set it in \[training\] only"):
+    with pytest.raises(ConfigError, match=r"model.ngrams_training.strategy differs from training.strategy; a run's "
+                                          r"strategy, worker timeout and refit are \[training\]'s: set it there only"):
         load_pipeline("imdb-ensemble", ['model.ngrams_training.strategy="one_device"'])
 
 
