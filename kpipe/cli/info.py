@@ -42,15 +42,13 @@ def pipeline_needs(config) -> tuple[list[str], str]:
 
 
 def pretrained_download(config) -> tuple[str, str]:
-    """The pretrained model a pipeline downloads on its first run and the config key that names it
-    (an ensemble's is model.sequence.preset): a preset name or handle, or ("", "") if none."""
+    """The pretrained model a pipeline downloads on its first run (a preset name or handle) and the config key
+    that names it, or ("", "") if none."""
+    from kpipe.models.configs import pretrained_preset
     from kpipe.pretrained.presets import needs_download
 
-    ensemble = hasattr(config.model, "sequence")
-    preset = getattr(config.model.sequence if ensemble else config.model, "preset", "")
-    if not (preset and needs_download(preset)):
-        return "", ""
-    return preset, "model.sequence.preset" if ensemble else "model.preset"
+    preset, key = pretrained_preset(config.model)
+    return (preset, key) if preset and needs_download(preset) else ("", "")
 
 
 def devices() -> dict:

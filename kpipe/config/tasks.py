@@ -20,7 +20,7 @@ from kpipe.errors import ConfigError
 from kpipe.models.configs import (BagOfNgramsConfig, CharGeneratorConfig, CharTransformerConfig,
                                   EnsembleClassifierConfig, PretrainedClassifierConfig, RNNClassifierConfig,
                                   RNNForecasterConfig, SentenceEncoderConfig, Seq2SeqConfig,
-                                  TransformerClassifierConfig, Word2VecConfig)
+                                  TransformerClassifierConfig, Word2VecConfig, pretrained_preset)
 from kpipe.pretrained.presets import check_preset, naming
 from kpipe.preprocessing.configs import (NamesPreprocessingConfig, PairPreprocessingConfig, SkipGramConfig,
                                          TextPreprocessingConfig, WindowConfig)
@@ -62,7 +62,7 @@ def check_classify_config(config: "PipelineConfig") -> None:
     if isinstance(model, BagOfNgramsConfig):
         return
     if isinstance(model, PretrainedClassifierConfig):
-        with naming("model.sequence.preset" if model is not config.model else "model.preset"):
+        with naming(pretrained_preset(config.model)[1]):
             check_preset(model.preset, config.preprocessing.sequence_length)
         if model.backbone_training == "two_phase" and model.head_epochs >= config.training.epochs:
             raise ConfigError(f"model.head_epochs={model.head_epochs} leaves no epoch for fine-tuning the encoder "

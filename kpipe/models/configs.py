@@ -598,3 +598,13 @@ class EnsembleClassifierConfig:
         check_choice("family", self.family, ("ensemble",))
         if self.ngram_weight != -1.0:
             check_range("ngram_weight", self.ngram_weight, low=0.0, high=1.0)
+
+
+def pretrained_preset(model) -> tuple[str, str]:
+    """The pretrained preset a model config names and the config key that holds it, or ("", "") if none:
+    "model.preset", or "model.sequence.preset" for an ensemble's encoder member."""
+    member = getattr(model, "sequence", model)
+    preset = getattr(member, "preset", "")
+    if not preset:
+        return "", ""
+    return preset, "model.sequence.preset" if member is not model else "model.preset"

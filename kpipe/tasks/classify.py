@@ -27,7 +27,7 @@ from kpipe.evaluation import reporting
 from kpipe.evaluation.classification import classification_metrics
 from kpipe.datasets.text_classification import TextSplits, load_text_classification
 from kpipe.evaluation import tfidf_baseline
-from kpipe.models.configs import EnsembleClassifierConfig, PretrainedClassifierConfig
+from kpipe.models.configs import EnsembleClassifierConfig, pretrained_preset
 from kpipe.models.masked_pooling import MaskedMeanPooling
 from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.pretrained import presets
@@ -159,13 +159,13 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
     pre = config.preprocessing
 
     if isinstance(config.model, EnsembleClassifierConfig):
-        sequence = config.model.sequence
-        with presets.naming("model.sequence.preset"):
-            if isinstance(sequence, PretrainedClassifierConfig):  # a missing download stops before any training
-                presets.load_preprocessor(sequence.preset, pre.sequence_length)
+        sequence, (preset, preset_key) = config.model.sequence, pretrained_preset(config.model)
+        with presets.naming(preset_key):
+            if preset:  # a missing download stops the run before any training
+                presets.load_preprocessor(preset, pre.sequence_length)
         ngrams = train_member(run, config.model.ngrams, splits, pre, subdir="ngrams",
                               training=config.model.ngrams_training)
-        with presets.naming("model.sequence.preset"):
+        with presets.naming(preset_key):
             members = [ngrams, train_member(run, sequence, splits, pre, subdir="sequence")]
         weights, ensemble_report = ensemble_weights(members, splits, config.model.ngram_weight)
     else:
