@@ -95,6 +95,10 @@ CASES = {
         ["run", "weather-ar", "--data", "unsorted.csv", "--set", 'data.time_column="time"', "--set",
          'data.target_column="y"', "--set", "data.covariates=[]"],
         "timestamps out of order at row 2"),
+    "ensemble member with a strategy of its own": (
+        ["run", "imdb-ensemble", "--set", 'model.ngrams_training.strategy="one_device"'],
+        "model.ngrams_training.strategy differs from training.strategy; a run's strategy, worker timeout and refit "
+        "are [training]'s: set it there only"),
     "translate ensemble of no models": (["run", "g2p-attention", "--set", "model.ensemble_members=0"],
                                         "`ensemble_members` must be ≥ 1. Received: ensemble_members=0"),
     "forecast window too short for the linear path": (
@@ -142,7 +146,7 @@ def fake_export(folder, **manifest):
 BEFORE_TENSORFLOW = [
     "unknown pipeline", "unknown override", "ill-typed override", "misspelt pooling", "misspelt standardize",
     "character n-grams too long", "malformed override", "two-phase without frozen epochs left",
-    "two-phase without vectors", "translate ensemble of no models", "forecast window too short for the linear path",
+    "two-phase without vectors", "ensemble member with a strategy of its own", "translate ensemble of no models", "forecast window too short for the linear path",
     "MSTL baseline on a window shorter than two seasons",
     "recurrent correction switched off with nothing to fall back on", "predict missing model",
     "predict non-UTF-8 file", "predict given a forecaster", "forecast given a classifier",
