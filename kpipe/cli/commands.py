@@ -119,6 +119,7 @@ def _overrides(args) -> list[str]:
 def cmd_run(args) -> int:
     from kpipe.config.pipelines import check_runnable, load_pipeline
     from kpipe.tasks import run_pipeline
+    from kpipe.training.run_lock import RunLock
 
     config = load_pipeline(args.pipeline, _overrides(args))  # a bad config fails here, before TensorFlow loads
     check_runnable(config)
@@ -127,6 +128,9 @@ def cmd_run(args) -> int:
         from kpipe.config.tasks import check_replicas
 
         check_replicas(config, cluster_size(read_tf_config()))  # one replica per worker on CPUs
+    else:  # a second run of a live config stops here, before TensorFlow loads (a multi-worker run's
+        # workers cannot tell yet which of them is the chief, the one that locks)
+        RunLock.of(config).check_free()
     _import_tensorflow_quietly()
     print(run_pipeline(config).summary)
     return 0

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe_in_process, synthetic_reviews
+from tests.helpers import kpipe_in_process, kpipe_reporting_tensorflow, synthetic_reviews
 
 pytestmark = pytest.mark.slow
 
@@ -97,20 +97,19 @@ def test_kill_9_at_two_epochs_then_rerun_ends_as_the_uninterrupted_run(tmp_path,
         np.testing.assert_allclose(w, ref_w, rtol=1e-5, atol=1e-6)
 
 
-def test_two_configs_run_side_by_side_and_a_second_run_of_a_live_config_stops_at_once(tmp_path, monkeypatch,
-                                                                                       capsys):
+def test_two_configs_run_side_by_side_and_a_second_run_of_a_live_config_stops_at_once(tmp_path):
     """Two seeds of one pipeline train at once, each to its own version; meanwhile a second run of the first
-    seed's config stops at once (one line, exit 2) and the first finishes."""
+    seed's config stops at once, before TensorFlow loads (one line, exit 2), and the first finishes."""
     noisy_reviews(tmp_path, n=600)
     configs = [ARGS + ["--set", "training.epochs=2", "--set", f"training.seed={seed}"] for seed in (1, 2)]
     runs = [start(args, tmp_path) for args in configs]
     locks = tmp_path / "saved_models" / "imdb-bilstm" / ".locks"
     wait_for(lambda: len(list(locks.glob("*.owner.json"))) == 2, runs[0])
-    monkeypatch.chdir(tmp_path)  # the second run in-process: the two it meets are real processes
-    assert main(configs[0]) == 2
-    err = capsys.readouterr().err
-    assert f"another run of this config is in progress (process {runs[0].pid} " in err.strip().splitlines()[-1]
-    assert "Traceback" not in err
+    second = kpipe_reporting_tensorflow(*configs[0], cwd=tmp_path)
+    assert second.returncode == 2, second.stderr[-3000:]
+    assert second.stdout.strip() == "False"  # stopped before TensorFlow loaded
+    assert f"another run of this config is in progress (process {runs[0].pid} " in second.stderr.strip()
+    assert len(second.stderr.strip().splitlines()) == 1 and "Traceback" not in second.stderr
     for process in runs:
         _, err = process.communicate(timeout=600)
         assert process.returncode == 0, err[-3000:]
