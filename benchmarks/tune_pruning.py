@@ -12,6 +12,7 @@ at least 40 % of the epochs saved at the same best figure, within one standard e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import subprocess
@@ -19,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from kpipe.tuning.study import PRUNERS
 
 
 def run_study(pipeline: str, trials: int, pruner: str, seed: int, overrides: list[str], folder: Path) -> dict:
@@ -60,12 +63,14 @@ def study_parser(description: str, trials: int) -> argparse.ArgumentParser:
 
 def main() -> None:
     parser = study_parser(__doc__, trials=16)
-    parser.add_argument("--pruners", nargs="+", default=["median", "none"], choices=["median", "hyperband", "none"],
-                        help="the studies to run (the comparison needs 'none' and one other)")
+    parser.add_argument("--pruners", nargs="+", default=["median", "none"], choices=PRUNERS,
+                        help="the studies to run (the comparison needs 'none' and at least one other)")
+    parser.add_argument("--keep", type=Path, help="keep the studies (SQLite, trials) in this folder")
     args = parser.parse_args()
 
     results = []
-    with tempfile.TemporaryDirectory(prefix="tune-pruning-") as tmp:
+    with (contextlib.nullcontext(str(args.keep)) if args.keep else
+          tempfile.TemporaryDirectory(prefix="tune-pruning-")) as tmp:
         for repeat in range(args.repeats):
             order = args.pruners if repeat % 2 == 0 else list(reversed(args.pruners))
             for pruner in order:
@@ -83,16 +88,17 @@ def main() -> None:
     for r in results:
         print(f"{r['pruner']:8s} {r['epochs']:7d} {r['pruned']:7d} {r['seconds']:8.0f} {r['best']:9.4f} "
               f"{r['standard_error']:7.4f} {r['best_test_accuracy'] or float('nan'):9.4f}")
-    pruned = [r for r in results if r["pruner"] != "none"]
     full = [r for r in results if r["pruner"] == "none"]
-    if not pruned or not full:
-        return
-    saved = 1 - sum(r["epochs"] for r in pruned) / sum(r["epochs"] for r in full)
-    gap = sum(r["best"] for r in pruned) / len(pruned) - sum(r["best"] for r in full) / len(full)
-    error = max(r["standard_error"] for r in results)
-    print(f"Pruning saved {saved:.0%} of the epochs (target: at least 40 %); best validation figure "
-          f"{gap:+.4f} against the unpruned study ({'within' if abs(gap) <= error else 'outside'} one standard "
-          f"error, {error:.4f})")
+    for pruner in dict.fromkeys(r["pruner"] for r in results if r["pruner"] != "none"):
+        pruned = [r for r in results if r["pruner"] == pruner]
+        if not full:
+            break
+        saved = 1 - sum(r["epochs"] for r in pruned) / sum(r["epochs"] for r in full)
+        gap = sum(r["best"] for r in pruned) / len(pruned) - sum(r["best"] for r in full) / len(full)
+        error = max(r["standard_error"] for r in results)
+        print(f"{pruner}: saved {saved:.0%} of the epochs (target: at least 40 %); best validation figure "
+              f"{gap:+.4f} against the unpruned study ({'within' if abs(gap) <= error else 'outside'} one "
+              f"standard error, {error:.4f})")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ on the machine stops before training, with nothing written."""
 
 import json
 import os
+import signal
+import subprocess
+import sys
 from unittest import mock
 
 import numpy as np
@@ -11,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import OFFLINE, kpipe, kpipe_in_process, write_hugging_face_checkpoint
+from tests.helpers import OFFLINE, kpipe, kpipe_in_process, wait_for, write_hugging_face_checkpoint
 
 pytestmark = pytest.mark.slow
 TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", ""]
@@ -24,11 +27,13 @@ def trained(tmp_path_factory):
     write_hugging_face_checkpoint(folder / "checkpoint")
     # two_phase: one epoch of the head alone, then one of everything (the schedule itself: tests/unit/pretrained)
     with mock.patch.dict(os.environ, OFFLINE):  # in-process: the real command's runs are the tests below
-        code, printed = kpipe_in_process("run", "sentiment-minilm", "--set", "model.preset=checkpoint", "--set",
-                                         'model.backbone_training="two_phase"', "--set", "training.epochs=2", *TINY,
-                                         cwd=folder)
+        code, printed = kpipe_in_process(*RUN, cwd=folder)
     assert code == 0
     return folder, printed
+
+
+RUN = ["run", "sentiment-minilm", "--set", "model.preset=checkpoint", "--set", 'model.backbone_training="two_phase"',
+       "--set", "training.epochs=2", *TINY]
 
 
 def test_the_run_reports_the_encoder_beside_the_baseline_and_exports_both_signatures(trained):
@@ -90,3 +95,34 @@ def test_an_ensembles_missing_preset_stops_the_run_before_its_ngram_member_train
     assert line.startswith("kpipe: error: the pretrained model 'all_minilm_l6_v2_en' is not downloaded")
     assert "--set model.sequence.preset=/path/to/checkpoint" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_fine_tune_killed_after_its_head_phase_resumes_to_the_uninterrupted_result(trained, tmp_path, monkeypatch):
+    """SIGKILL once epoch 1 (the head alone) is saved; the rerun trains epoch 2 (everything) from there and ends
+    with the uninterrupted run's weights and figures."""
+    import keras_hub  # noqa: F401  (registers the backbone for model.keras)
+
+    import kpipe
+
+    reference, _ = trained
+    write_hugging_face_checkpoint(tmp_path / "checkpoint")
+    process = subprocess.Popen([sys.executable, "-m", "kpipe", *RUN], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, **OFFLINE})
+    work = tmp_path / "saved_models" / "sentiment-minilm" / ".work"
+    wait_for(lambda: process.poll() is not None or any(work.glob("*/checkpoints/epoch-1*")), timeout=300, every=0.05)
+    assert process.poll() is None, process.communicate()[1][-3000:]
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (tmp_path / "saved_models" / "sentiment-minilm" / "1").exists()
+    monkeypatch.chdir(tmp_path)
+    with mock.patch.dict(os.environ, OFFLINE):
+        assert main(RUN) == 0
+    exports = [folder / "saved_models" / "sentiment-minilm" / "1" for folder in (reference, tmp_path)]
+    resumed, uninterrupted = (json.loads((e / "metrics.json").read_text()) for e in exports)
+    assert resumed["train_seconds_this_run"] < uninterrupted["train_seconds_this_run"]  # only epoch 2 trained
+    for row, ref_row in zip(resumed["history"], uninterrupted["history"], strict=True):
+        assert {k: v for k, v in row.items() if k != "epoch_seconds"} == pytest.approx(
+            {k: v for k, v in ref_row.items() if k != "epoch_seconds"}, rel=1e-5)
+    assert resumed["accuracy"] == uninterrupted["accuracy"]
+    for w, ref_w in zip(*(kpipe.load_keras_model(e).get_weights() for e in exports), strict=True):
+        np.testing.assert_allclose(w, ref_w, rtol=1e-5, atol=1e-6)
