@@ -97,7 +97,8 @@ def test_an_ensembles_missing_preset_stops_the_run_before_its_ngram_member_train
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_fine_tune_killed_after_its_head_phase_resumes_to_the_uninterrupted_result(trained, tmp_path, monkeypatch):
+def test_a_fine_tune_killed_after_its_head_phase_resumes_to_the_uninterrupted_result(trained, tmp_path, monkeypatch,
+                                                                                     caplog):
     """SIGKILL once epoch 1 (the head alone) is saved; the rerun trains epoch 2 (everything) from there and ends
     with the uninterrupted run's weights and figures."""
     import keras_hub  # noqa: F401  (registers the backbone for model.keras)
@@ -109,17 +110,19 @@ def test_a_fine_tune_killed_after_its_head_phase_resumes_to_the_uninterrupted_re
     process = subprocess.Popen([sys.executable, "-m", "kpipe", *RUN], cwd=tmp_path, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, env={**os.environ, **OFFLINE})
     work = tmp_path / "saved_models" / "sentiment-minilm" / ".work"
-    wait_for(lambda: process.poll() is not None or any(work.glob("*/checkpoints/epoch-1*")), timeout=300, every=0.05)
+    wait_for(lambda: process.poll() is not None or any(work.rglob("epoch-0001")), timeout=300, every=0.05)
     assert process.poll() is None, process.communicate()[1][-3000:]
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     assert not (tmp_path / "saved_models" / "sentiment-minilm" / "1").exists()
     monkeypatch.chdir(tmp_path)
+    caplog.set_level("INFO")
     with mock.patch.dict(os.environ, OFFLINE):
         assert main(RUN) == 0
+    assert "Resuming after epoch 1" in caplog.text or "Resuming after epoch 2" in caplog.text  # (a kill may land
+    # just after the next epoch's checkpoint)
     exports = [folder / "saved_models" / "sentiment-minilm" / "1" for folder in (reference, tmp_path)]
     resumed, uninterrupted = (json.loads((e / "metrics.json").read_text()) for e in exports)
-    assert resumed["train_seconds_this_run"] < uninterrupted["train_seconds_this_run"]  # only epoch 2 trained
     for row, ref_row in zip(resumed["history"], uninterrupted["history"], strict=True):
         assert {k: v for k, v in row.items() if k != "epoch_seconds"} == pytest.approx(
             {k: v for k, v in ref_row.items() if k != "epoch_seconds"}, rel=1e-5)
