@@ -129,7 +129,7 @@ def add_tune(sub, commands) -> None:
     tune.add_argument("--space", help="a TOML file with the search space ([tune] table or top-level keys)")
     tune.add_argument("--storage", help="a database URL Optuna accepts (default: sqlite in the pipeline's folder)")
     tune.add_argument("--sampler", default="tpe", help="tpe (default), random or grid (grid: choices only)")
-    tune.add_argument("--pruner", default="median", help="median (default), hyperband or none")
+    tune.add_argument("--pruner", default="median", help="median (default), successive_halving, hyperband or none")
     tune.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     tune.add_argument("--export-best", action="store_true", help="publish the best trial's export as the "
                                                                  "pipeline's next version")

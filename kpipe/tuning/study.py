@@ -31,7 +31,7 @@ from kpipe.tuning.space import Dimension, check_space, load_space
 log = logging.getLogger(__name__)
 
 SAMPLERS = ("tpe", "random", "grid")
-PRUNERS = ("median", "hyperband", "none")
+PRUNERS = ("median", "successive_halving", "hyperband", "none")
 HEARTBEAT_SECONDS, GRACE_SECONDS = 2, 6  # a trial whose process has been silent this long died: marked failed
 
 
@@ -197,6 +197,9 @@ def make_pruner(name: str):
 
     if name == "median":  # stop a trial whose epoch-k figure is worse than the median of the others at epoch k
         return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+    if name == "successive_halving":  # asynchronous successive halving: past epochs 1, 3, 9, ... only the best
+        # third of the trials that reached that epoch go on (more aggressive than the median)
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
     if name == "hyperband":
         return optuna.pruners.HyperbandPruner()
     return optuna.pruners.NopPruner()
@@ -223,7 +226,8 @@ def make_objective(pipeline: str, overrides: list[str], dimensions: list[Dimensi
             if value is None:
                 return
             self.trial.report(float(value), step=self.epochs)
-            if self.trial.should_prune():
+            last = epoch + 1 >= self.params.get("epochs", float("inf"))  # stopping now would save nothing
+            if not last and self.trial.should_prune():
                 raise optuna.TrialPruned(f"{metric} {float(value):.4g} after epoch {self.epochs}")
 
     def objective(trial) -> float:

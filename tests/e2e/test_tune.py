@@ -110,25 +110,27 @@ def test_a_trial_left_running_without_a_heartbeat_is_failed_when_the_study_resum
     assert states(space) == ["COMPLETE", "FAIL", "COMPLETE"]
 
 
-def test_a_hopeless_trial_is_pruned_after_its_first_epoch(tmp_path, monkeypatch):
+@pytest.mark.parametrize("pruner", ["median", "successive_halving"])
+def test_a_hopeless_trial_is_pruned_after_its_first_epoch_but_never_after_its_last(pruner, tmp_path, monkeypatch):
     """Two good trials, then one whose learning rate (100) wrecks the naive-Bayes start the n-gram model has:
-    the median pruner stops it at epoch 1."""
+    the pruner stops it at epoch 1. The same trial given one epoch completes: stopping it after its last epoch
+    would save nothing."""
     import optuna
 
     from kpipe.tuning.space import parse_space
     from kpipe.tuning.study import make_objective, make_pruner
 
     monkeypatch.chdir(tmp_path)
-    dimensions = parse_space({"training.learning_rate": [0.001, 100.0]}, source="test")
-    overrides = [o for o in TINY if o != "--set"] + ["data.limit=1000", "training.epochs=3",
-                                                      "training.early_stopping_patience=0"]
-    study = optuna.create_study(direction="maximize", pruner=make_pruner("median"))
-    for choice in (0, 0, 1):
-        study.enqueue_trial({"training.learning_rate": choice})
+    dimensions = parse_space({"training.learning_rate": [0.001, 100.0], "training.epochs": [3, 1]}, source="test")
+    overrides = [o for o in TINY if o != "--set"] + ["data.limit=1000", "training.early_stopping_patience=0"]
+    study = optuna.create_study(direction="maximize", pruner=make_pruner(pruner))
+    for lr, epochs in ((0, 0), (0, 0), (1, 0), (1, 1)):
+        study.enqueue_trial({"training.learning_rate": lr, "training.epochs": epochs})
     study.optimize(make_objective("sentiment-bigrams", overrides, dimensions, "val_accuracy", tmp_path / "t"),
-                   n_trials=3)
-    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "PRUNED"]
-    assert [t.user_attrs["epochs"] for t in study.trials] == [3, 3, 1]
+                   n_trials=4)
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "PRUNED", "COMPLETE"]
+    assert [t.user_attrs["epochs"] for t in study.trials] == [3, 3, 1, 1]
+    assert study.trials[3].value < study.trials[0].value  # hopeless indeed, and kept
 
 
 @pytest.mark.parametrize("space_text, args, message", [
@@ -139,7 +141,7 @@ def test_a_hopeless_trial_is_pruned_after_its_first_epoch(tmp_path, monkeypatch)
     ('"model.ngrams" = [1, 9]\n', [], "offers model.ngrams=9, which the config refuses"),
     ('"training.learning_rate" = {low = 0.01, high = 0.1}\n', ["--sampler", "grid"], "--sampler grid needs choices"),
     ('"model.ngrams" = [1, 2]\n', ["--trials", "0"], "--trials must be at least 1"),
-    ('"model.ngrams" = [1, 2]\n', ["--pruner", "medain"], "--pruner must be one of median, hyperband, none"),
+    ('"model.ngrams" = [1, 2]\n', ["--pruner", "medain"], "--pruner must be one of median, successive_halving, hyperband, none"),
 ])
 def test_mistakes_are_one_line_exit_2_and_nothing_written(space_text, args, message, tmp_path, monkeypatch, capsys):
     (tmp_path / "space.toml").write_text(space_text)
