@@ -37,10 +37,6 @@ class RunLock:
     def of(cls, config) -> "RunLock":
         return cls(Path(config.export.dir) / config.name, config.fingerprint())
 
-    @property
-    def held(self) -> bool:
-        return self._lock is not None
-
     def acquire(self) -> None:
         """Take the lock and write the owner note; `RunInProgressError` if another process holds it."""
         for _ in range(10):
@@ -79,8 +75,9 @@ class RunLock:
         self._lock = None
 
     def check_free(self) -> None:
-        """`RunInProgressError` if a live process holds the lock; creates nothing. A run that starts at
-        this very moment may take this brief look for another run and stop: it was not alone either."""
+        """`RunInProgressError` if a live process holds the lock. Looks only where a lock file exists (a
+        config never run gets no folder). A run of the same config starting at this very moment may take
+        this brief look for a live run and stop: it was not alone either."""
         if not self.path.exists():
             return
         lock = filelock.FileLock(str(self.path), timeout=0)
