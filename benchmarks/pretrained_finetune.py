@@ -17,13 +17,11 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 def validation_accuracy(metrics: dict, training) -> float:
@@ -86,15 +84,10 @@ def main() -> None:
 
     rates = {}
     if args.throughput_repeats:
-        import pretrained_throughput as throughput
+        from pretrained_throughput import measure  # run as `python benchmarks/pretrained_finetune.py`: a sibling
 
-        texts, labels = throughput.tweets(4000)
-        ways = {"kpipe": throughput.kpipe_fit, "keras-hub recipe": throughput.keras_hub_fit}
-        rates = {name: [] for name in ways}
-        for repeat in range(args.throughput_repeats):
-            for name in (list(ways) if repeat % 2 == 0 else list(reversed(ways))):
-                rates[name].append(ways[name](args.preset, texts, labels, 32, 64, args.throughput_steps))
-                print(f"{name}: {rates[name][-1]:.1f} samples/s", flush=True)
+        rates = measure(args.preset, limit=4000, batch=32, length=64, steps=args.throughput_steps,
+                        repeats=args.throughput_repeats)
         print("\n| way | training samples/s: median (runs) |\n|---|---|")
         for name, values in rates.items():
             print(f"| {name} | {statistics.median(values):.1f} ({', '.join(f'{v:.1f}' for v in values)}) |")

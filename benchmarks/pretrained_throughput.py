@@ -76,6 +76,19 @@ def timed_fit(model, data, steps: int) -> float:
     return steps * batch / (time.perf_counter() - started)
 
 
+def measure(preset: str, limit: int, batch: int, length: int, steps: int, repeats: int) -> dict[str, list[float]]:
+    """Samples/s of each way, `repeats` measurements each, the order alternating: {way: [rates]}, kpipe first."""
+    texts, labels = tweets(limit)
+    ways = {"kpipe (batch's longest, length buckets)": kpipe_fit,
+            f"keras-hub recipe (padded to {length})": keras_hub_fit}
+    rates = {name: [] for name in ways}
+    for repeat in range(repeats):
+        for name in (list(ways) if repeat % 2 == 0 else list(reversed(ways))):
+            rates[name].append(ways[name](preset, texts, labels, batch, length, steps))
+            print(f"{name}: {rates[name][-1]:.1f} samples/s", flush=True)
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", required=True, help="a keras-hub preset or checkpoint folder")
@@ -85,14 +98,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, default=4000, help="tweets to draw the batches from")
     args = parser.parse_args()
-    texts, labels = tweets(args.limit)
-    ways = {"kpipe (batch's longest, length buckets)": kpipe_fit,
-            f"keras-hub recipe (padded to {args.length})": keras_hub_fit}
-    rates = {name: [] for name in ways}
-    for repeat in range(args.repeats):
-        for name in (list(ways) if repeat % 2 == 0 else list(reversed(ways))):
-            rates[name].append(ways[name](args.preset, texts, labels, args.batch, args.length, args.steps))
-            print(f"{name}: {rates[name][-1]:.1f} samples/s", flush=True)
+    rates = measure(args.preset, args.limit, args.batch, args.length, args.steps, args.repeats)
     print(f"\nbatch {args.batch}, {args.steps} steps per measurement, {args.repeats} measurements each, alternating")
     for name, values in rates.items():
         print(f"{name:45s} median {statistics.median(values):6.1f} samples/s (min {min(values):.1f}, "

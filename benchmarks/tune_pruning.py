@@ -89,13 +89,11 @@ def main() -> None:
         print(f"{r['pruner']:8s} {r['epochs']:7d} {r['pruned']:7d} {r['seconds']:8.0f} {r['best']:9.4f} "
               f"{r['standard_error']:7.4f} {r['best_test_accuracy'] or float('nan'):9.4f}")
     full = [r for r in results if r["pruner"] == "none"]
-    for pruner in dict.fromkeys(r["pruner"] for r in results if r["pruner"] != "none"):
+    error = max(r["standard_error"] for r in results)
+    for pruner in dict.fromkeys(r["pruner"] for r in results if r["pruner"] != "none") if full else ():
         pruned = [r for r in results if r["pruner"] == pruner]
-        if not full:
-            break
         saved = 1 - sum(r["epochs"] for r in pruned) / sum(r["epochs"] for r in full)
         gap = sum(r["best"] for r in pruned) / len(pruned) - sum(r["best"] for r in full) / len(full)
-        error = max(r["standard_error"] for r in results)
         print(f"{pruner}: saved {saved:.0%} of the epochs (target: at least 40 %); best validation figure "
               f"{gap:+.4f} against the unpruned study ({'within' if abs(gap) <= error else 'outside'} one "
               f"standard error, {error:.4f})")

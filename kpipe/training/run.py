@@ -49,9 +49,8 @@ class Run:
         self.strategy = make_strategy(training.strategy, worker_timeout_s=training.worker_timeout_s)
         self.global_batch = training.batch_size * self.strategy.num_replicas_in_sync
         self.chief = is_chief(self.strategy)
-        self.export_root = Path(config.export.dir) / config.name
-        self._lock = RunLock(self.export_root, config.fingerprint())
-        self.work_dir = self._lock.work_dir
+        self._lock = RunLock.of(config)
+        self.export_root, self.work_dir = self._lock.export_root, self._lock.work_dir
         self.train_seconds = 0.0
         # Seeded before the task builds its datasets: their shuffle seeds combine with the global one.
         keras.utils.set_random_seed(training.seed)

@@ -28,6 +28,7 @@ class RunLock:
     """The lock of one config's runs in one export folder (`export_root` = `<export.dir>/<pipeline>`)."""
 
     def __init__(self, export_root: Path, fingerprint: str):
+        self.export_root = export_root
         self.path = export_root / ".locks" / f"{fingerprint}.lock"
         self.owner_path = export_root / ".locks" / f"{fingerprint}.owner.json"
         self.work_dir = export_root / ".work" / fingerprint
