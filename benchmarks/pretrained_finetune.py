@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--set-both", action="append", default=[], metavar="KEY=VALUE",
                         help="override for both pipelines (a quick check: data.limit=600)")
     parser.add_argument("--throughput-repeats", type=int, default=3, help="0: accuracy only")
-    parser.add_argument("--throughput-steps", type=int, default=30)
+    parser.add_argument("--throughput-steps", type=int, default=60)
     parser.add_argument("--json", type=Path, help="write the raw figures here")
     args = parser.parse_args()
 

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kpipe.cache import keep_xla_programs
 from kpipe.errors import KpipeError
 
 
@@ -449,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse(build_parser(), sys.argv[1:] if argv is None else list(argv))
     _quiet_tensorflow_logs(args.debug)
+    keep_xla_programs()
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     try:

@@ -13,6 +13,7 @@ STANDARDIZE = ("lower_and_strip_punctuation", "lower_and_split_punctuation", "lo
 SPLIT = {"whitespace": "whitespace", "character": "character"}
 TOKENIZERS = ("words", "wordpiece")
 TOKEN_KINDS = ("char", "word")
+TRUNCATING = ("pre", "post", "head_tail")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -22,7 +23,8 @@ class TextPreprocessingConfig:
     Args:
         vocabulary_size: most frequent training tokens kept, including the padding and OOV ids.
         sequence_length: maximum tokens per text; longer texts are truncated.
-        truncating: "pre" drops tokens from the front (Keras default), "post" from the back.
+        truncating: "pre" drops tokens from the front (Keras default), "post" from the back, "head_tail"
+            from the middle (keeps the first quarter and the last three quarters).
         standardize: "lower_and_strip_punctuation", "lower_and_split_punctuation" (punctuation
             kept as tokens of its own: "great!!" → great ! !), "lower" or "none".
         split: "whitespace" (words) or "character".
@@ -44,7 +46,7 @@ class TextPreprocessingConfig:
     def __post_init__(self):
         check_range("vocabulary_size", self.vocabulary_size, low=3)
         check_range("sequence_length", self.sequence_length, low=1)
-        check_choice("truncating", self.truncating, ("pre", "post"))
+        check_choice("truncating", self.truncating, TRUNCATING)
         check_choice("standardize", self.standardize, STANDARDIZE)
         check_choice("split", self.split, SPLIT)
         check_range("length_buckets", self.length_buckets, low=0)

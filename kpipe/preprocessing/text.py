@@ -98,9 +98,17 @@ def truncate(token_ids: tf.RaggedTensor, sequence_length: int, truncating: str) 
     """Cut each row of a (batch, None) ragged tensor to at most `sequence_length` ids.
 
     Matches `pad_sequences(..., truncating=truncating)`: "pre" keeps the last ids, "post" the first.
+    "head_tail" keeps the first quarter and the last three quarters of a long row (the opening and the
+    verdict of a review: Sun et al. 2019 found it beat either end alone on IMDB).
     """
     if truncating == "pre":
         return token_ids[:, -sequence_length:]
+    if truncating == "head_tail":
+        head = sequence_length // 4
+        lengths = token_ids.row_lengths()
+        positions = tf.ragged.range(lengths)
+        keep = (positions < head) | (positions >= tf.expand_dims(lengths, 1) - (sequence_length - head))
+        return tf.ragged.boolean_mask(token_ids, keep)
     return token_ids[:, :sequence_length]
 
 

@@ -1,8 +1,9 @@
 """Raw strings -> the inputs of a pretrained backbone, and the tf.data pipeline that feeds fine-tuning.
 
 The preset's preprocessor tokenizes, adds the special tokens and pads every text to the configured
-length; each batch is then cut back to its longest text, and training batches group texts of
-similar length (length buckets), so most tweets cost ~40 positions instead of the full length.
+length (long texts cut as `preprocessing.truncating` says); each batch is then cut back to its longest
+text, and training batches group texts of similar length (length buckets), so most tweets cost ~40
+positions instead of the full length.
 The same `encode` runs in the exported SavedModel, so serving sees exactly the training inputs.
 """
 
@@ -10,6 +11,45 @@ from __future__ import annotations
 
 import numpy as np
 import tensorflow as tf
+
+from kpipe.preprocessing.text import truncate, vectorize
+
+
+class TruncatingPreprocessor(tf.Module):
+    """A preset's preprocessor that cuts long texts kpipe's way (`preprocessing.truncating`).
+
+    keras-hub keeps a long text's first word pieces ("post"); "pre" keeps its last ones and "head_tail"
+    its first quarter and last three quarters, as kpipe's own pipelines do. The tokenizer, special tokens,
+    padding and output names stay the preset's: the texts are tokenized, cut to what fits beside the
+    special tokens, then packed by the preset's own packer.
+    """
+
+    def __init__(self, preprocessor, truncating: str):
+        super().__init__()
+        self.preprocessor, self.truncating = preprocessor, truncating
+        empty = preprocessor(tf.constant([""]))  # the special tokens an empty text gets, and the output names
+        self.special_tokens = int(tf.reduce_sum(tf.cast(empty["padding_mask"], tf.int32)))
+        self.names = sorted(empty)
+
+    @property
+    def tokenizer(self):
+        return self.preprocessor.tokenizer
+
+    @property
+    def sequence_length(self) -> int:
+        return self.preprocessor.sequence_length
+
+    def __call__(self, texts: tf.Tensor) -> dict[str, tf.Tensor]:
+        ids = truncate(vectorize(self.tokenizer, texts), self.sequence_length - self.special_tokens, self.truncating)
+        token_ids, segment_ids = self.preprocessor.packer((ids,))
+        outputs = {"token_ids": token_ids, "segment_ids": segment_ids,
+                   "padding_mask": tf.not_equal(token_ids, self.tokenizer.pad_token_id)}
+        return {name: outputs[name] for name in self.names}
+
+
+def with_truncation(preprocessor, truncating: str):
+    """The preset's preprocessor as it is for "post" (what keras-hub does), else a TruncatingPreprocessor."""
+    return preprocessor if truncating == "post" else TruncatingPreprocessor(preprocessor, truncating)
 
 
 def trim_to_longest(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:

@@ -20,6 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kpipe.cache import keep_xla_programs
 from kpipe.exports import run_files, saved_model
 from kpipe.exports.open import call_in_batches, open_export
 
@@ -35,6 +36,7 @@ from kpipe.training.run import Run
 from kpipe.tasks.classifier_members import Member, train_member
 
 log = logging.getLogger(__name__)
+keep_xla_programs()  # the compiled members below compile once per batch size, then never again on this machine
 
 ENSEMBLE_WEIGHTS = np.round(np.linspace(0.0, 1.0, 21), 2)  # n-gram shares tried on validation
 

@@ -2,6 +2,7 @@
 frozen and in two phases (in-process: the real command is the shared run's)."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -56,11 +57,14 @@ def test_sentiment_bilstm_runs_exports_and_serves_raw_strings(tmp_path, shared_r
     # The Python API and the CLI agree with the SavedModel.
     predictions = predict_texts(export, texts)
     assert [p.label for p in predictions] == labels
-    cli = kpipe("predict", "sentiment-bilstm", texts[0], cwd=tmp_path)
+    env = {**{k: v for k, v in os.environ.items() if k != "TF_XLA_FLAGS"}, "KPIPE_CACHE_DIR": str(tmp_path / "cache")}
+    cli = kpipe("predict", "sentiment-bilstm", texts[0], cwd=tmp_path, env=env)
     assert cli.returncode == 0, cli.stderr[-2000:]
     label, probability, text = cli.stdout.strip().split("\t")
     assert (label, text) == (labels[0], texts[0])
     assert abs(float(probability) - probabilities[0].max()) < 1e-3
+    # what XLA compiled for the BiLSTM is kept for the next command (kpipe.cache.keep_xla_programs)
+    assert list((tmp_path / "cache" / "xla").glob("xla_compile_cache*"))
 
     # A second run gets version 2 and leaves version 1 untouched.
     before = (export / "saved_model.pb").read_bytes()

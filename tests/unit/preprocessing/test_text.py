@@ -22,6 +22,18 @@ def test_encoding_matches_keras_pad_sequences_with_post_padding(truncating):
     np.testing.assert_array_equal(ours, reference)
 
 
+def test_head_tail_keeps_the_first_quarter_and_the_last_three_quarters_of_a_long_text():
+    config = TextPreprocessingConfig(vocabulary_size=50, sequence_length=4, truncating="head_tail")
+    vectorizer = make_vectorizer(config, fit_vocabulary(TEXTS, config))
+    ours = encode_texts(vectorizer, tf.constant(list(TEXTS)), config).numpy()
+    kept = [ids if len(ids) <= 4 else ids[:1] + ids[-3:] for ids in ids_of(vectorizer, TEXTS)]  # 1 + 3 of 4
+    reference = keras.utils.pad_sequences(kept, maxlen=4, padding="post")
+    np.testing.assert_array_equal(ours, reference)
+    for end in ("pre", "post"):  # not what cutting either end gives
+        assert ours[0].tolist() != keras.utils.pad_sequences(ids_of(vectorizer, TEXTS[:1]), maxlen=4,
+                                                             truncating=end)[0].tolist()
+
+
 def test_vocabulary_is_fitted_on_given_texts_only_and_ordered_by_frequency():
     config = TextPreprocessingConfig(vocabulary_size=5)
     vocabulary = fit_vocabulary(np.array(["x x x y y z"], dtype=object), config)
@@ -104,7 +116,7 @@ def test_shuffle_is_repeatable_with_a_seed():
 
 @pytest.mark.parametrize("field, value, message", [
     ("sequence_length", 0, r"`sequence_length` must be ≥ 1\. Received: sequence_length=0"),
-    ("truncating", "middle", r"`truncating` must be one of 'pre', 'post'\. Received: truncating='middle'"),
+    ("truncating", "middle", r"`truncating` must be one of 'pre', 'post', 'head_tail'\. Received: truncating='middle'"),
     ("standardize", "lowr", r"did you mean 'lower'"),
 ])
 def test_bad_preprocessing_values(field, value, message):

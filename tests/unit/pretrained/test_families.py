@@ -10,7 +10,7 @@ from kpipe.models.configs import PretrainedClassifierConfig, SentenceEncoderConf
 from kpipe.pretrained import inputs, presets
 from kpipe.pretrained.classifier import build_pretrained_classifier
 from kpipe.pretrained.encoder import build_sentence_encoder
-from tests.helpers import write_distil_bert_preset, write_roberta_preset
+from tests.helpers import write_distil_bert_preset, write_keras_hub_preset, write_roberta_preset
 
 TEXTS = ["good movie", "bad crew delay", "the flight was good good good", ""]
 
@@ -42,3 +42,31 @@ def test_a_family_embeds_as_numpy_says_and_its_classifier_trains(tmp_path, write
     for _ in range(5):
         classifier.train_on_batch(x, labels)
     assert classifier.evaluate(x, labels, verbose=0) < before
+
+
+LONG = "the flight was good but the crew was bad and the delay was long"
+
+
+@pytest.fixture(scope="module", params=[write_keras_hub_preset, write_roberta_preset], ids=["bert", "roberta"])
+def family_preset(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("family") / "preset"
+    request.param(folder)
+    return str(folder)
+
+
+@pytest.mark.parametrize("truncating", ["pre", "post", "head_tail"])
+def test_long_texts_are_cut_as_preprocessing_truncating_says_around_the_presets_special_tokens(
+        family_preset, truncating):
+    """keras-hub's preprocessor keeps a long text's first tokens; kpipe's "pre" keeps its last and "head_tail"
+    a quarter from the front and the rest from the back, inside the preset's own special tokens."""
+    keras_hub = presets.load_preprocessor(family_preset, 8)  # the preset's own: 2 special tokens + 6 of the text
+    pieces = [int(i) for i in np.asarray(keras_hub.tokenizer(tf.constant([LONG])))[0]]
+    assert len(pieces) > 6
+    kept = {"pre": pieces[-6:], "post": pieces[:6], "head_tail": pieces[:1] + pieces[-5:]}[truncating]
+    ours = inputs.with_truncation(keras_hub, truncating)(tf.constant([LONG, "good"]))
+    expected = keras_hub(tf.constant(["good"]))  # a short text is packed exactly as the preset packs it
+    assert set(ours) == set(expected)
+    ids = ours["token_ids"].numpy()
+    assert ids[0].tolist() == [keras_hub.tokenizer.start_token_id, *kept, keras_hub.tokenizer.end_token_id]
+    for name in expected:
+        np.testing.assert_array_equal(ours[name].numpy()[1], expected[name].numpy()[0])
