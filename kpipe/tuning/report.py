@@ -13,13 +13,18 @@ log = logging.getLogger(__name__)
 
 
 def trials_table(study, dimensions: list[Dimension]):
-    """One row per trial: number, state, the validation figure, epochs, seconds, each parameter, the error."""
+    """One row per trial: number, state, the validation figure, epochs, seconds (its kpipe run's), seconds
+    outside the run (the sampler, the config, clearing Keras, the study's database), each parameter, the error."""
     import pandas as pd
 
     rows = []
     for trial in study.get_trials(deepcopy=False):
+        seconds = trial.user_attrs.get("seconds")
+        total = ((trial.datetime_complete - trial.datetime_start).total_seconds()
+                 if trial.datetime_complete and trial.datetime_start else None)
         row = {"trial": trial.number, "state": trial.state.name.lower(), "value": trial.value,
-               "epochs": trial.user_attrs.get("epochs"), "seconds": trial.user_attrs.get("seconds")}
+               "epochs": trial.user_attrs.get("epochs"), "seconds": seconds,
+               "other_seconds": round(total - seconds, 1) if total is not None and seconds is not None else None}
         for dimension in dimensions:
             stored = trial.params.get(dimension.path)
             value = dimension.value_of(stored) if stored is not None else None

@@ -231,11 +231,13 @@ def make_objective(pipeline: str, overrides: list[str], dimensions: list[Dimensi
                 raise optuna.TrialPruned(f"{metric} {float(value):.4g} after epoch {self.epochs}")
 
     def objective(trial) -> float:
+        entered = time.perf_counter()
         values = {d.path: d.suggest(trial) for d in dimensions}
         trial.set_user_attr("overrides", [d.override(values[d.path]) for d in dimensions])
         folder = trials_dir / str(trial.number)
         config = load_pipeline(pipeline, [*overrides, *trial.user_attrs["overrides"], f'export.dir="{folder}"'])
         reporter, started = PruningReporter(trial), time.perf_counter()
+        trial.set_user_attr("setup_seconds", round(started - entered, 2))  # sampler and config: what the run is not
         try:
             with watching(reporter):
                 result = run_pipeline(config)
@@ -247,7 +249,9 @@ def make_objective(pipeline: str, overrides: list[str], dimensions: list[Dimensi
         finally:
             trial.set_user_attr("epochs", reporter.epochs)
             trial.set_user_attr("seconds", round(time.perf_counter() - started, 1))
+            cleared = time.perf_counter()
             keras.backend.clear_session()
+            trial.set_user_attr("cleanup_seconds", round(time.perf_counter() - cleared, 2))
         history = result.metrics["history"]
         trial.set_user_attr("export", str(result.export_dir))
         return float(history[kept_epoch(history, config.training) - 1][metric])

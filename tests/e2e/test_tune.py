@@ -48,7 +48,8 @@ def test_a_study_writes_its_table_best_config_and_plots_and_the_best_config_repr
 
     table = pd.read_csv(folder / "trials.csv")
     assert list(table["state"]) == ["complete"] * 3 and set(table.columns) >= {
-        "trial", "value", "epochs", "seconds", "training.learning_rate", "model.ngrams"}
+        "trial", "value", "epochs", "seconds", "other_seconds", "training.learning_rate", "model.ngrams"}
+    assert (table["seconds"] > 0).all() and (table["other_seconds"] > -0.5).all()  # the rest of each trial's time
     assert "Best: val_accuracy" in stdout
     for plot in ("optimization_history.png", "param_importances.png"):
         assert (folder / plot).read_bytes()[:4] == b"\x89PNG"
