@@ -17,8 +17,11 @@ from kpipe.cli.commands import main
 from tests.helpers import OFFLINE, kpipe, kpipe_in_process, wait_for, write_hugging_face_checkpoint
 
 pytestmark = pytest.mark.slow
-TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", ""]
-TINY = ["--set", "data.limit=200", "--set", "preprocessing.sequence_length=24", "--set", "training.batch_size=16"]
+TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", "",
+         "the flight was late and the crew was rude and the food was cold and my bag was lost again, never again"]
+# head_tail: the long text above is cut to its first 5 and last 17 word pieces, in training and in the export
+TINY = ["--set", "data.limit=200", "--set", "preprocessing.sequence_length=24", "--set", "training.batch_size=16",
+        "--set", 'preprocessing.truncating="head_tail"']
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +60,9 @@ def test_the_export_gives_the_in_process_models_probabilities_and_embeddings(tra
     folder, _ = trained
     export = folder / "saved_models" / "sentiment-minilm" / "1"
     model = kpipe.load_keras_model(export)
-    x = inputs.encode(presets.load_preprocessor(str(folder / "checkpoint"), 24), tf.constant(TEXTS))
+    preprocessor = inputs.with_truncation(presets.load_preprocessor(str(folder / "checkpoint"), 24), "head_tail")
+    x = inputs.encode(preprocessor, tf.constant(TEXTS))
+    assert x["padding_mask"].numpy()[-1].all()  # the long text fills all 24 positions
     loaded = tf.saved_model.load(str(export))
     np.testing.assert_allclose(loaded.serve(tf.constant(TEXTS))["probabilities"].numpy(),
                                model(x, training=False).numpy(), atol=1e-5)
