@@ -16,6 +16,12 @@ _SESSION = os.environ.get("PYTEST_XDIST_TESTRUNUID")
 os.environ.setdefault("KPIPE_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"kpipe-test-cache-{_SESSION}")
                       if _SESSION else tempfile.mkdtemp(prefix="kpipe-test-cache-"))
 
+from kpipe.cache import keep_xla_programs  # noqa: E402  (after KPIPE_CACHE_DIR: it names the folder)
+
+# XLA's compiled programs go to that folder too, for every worker and every command a test starts: a classifier
+# export compiled by one test (once per batch size) is not compiled again by the next (about 70 CPU-s a session).
+keep_xla_programs()
+
 import filelock
 import pytest
 

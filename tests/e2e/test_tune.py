@@ -79,7 +79,10 @@ def test_a_tuner_killed_mid_trial_resumes_the_study_and_marks_that_trial_failed(
                                stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while time.time() < deadline:  # one trial finished and the next running, its heartbeat recorded
-        found = states(space) if (space / "saved_models/sentiment-bigrams/tune/study.db").exists() else []
+        try:
+            found = states(space) if (space / "saved_models/sentiment-bigrams/tune/study.db").exists() else []
+        except sqlite3.OperationalError:  # the database made, its tables not yet
+            found = []
         if found.count("COMPLETE") == 1 and "RUNNING" in found and beating(space):
             break
         time.sleep(0.2)
