@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from kpipe.cli.commands import main
 from kpipe.config.pipelines import load_pipeline
 from kpipe.tasks import run_pipeline
 from tests.helpers import served, served_in_thread, wait_for
@@ -187,7 +188,8 @@ def test_a_version_that_does_not_load_leaves_the_served_one_serving(trained, ser
 
 
 def startup_failure(*args, cwd):
-    """stderr's one line from `kpipe serve ARGS`, run as a user would (TensorFlow's log level not set)."""
+    """stderr's one line from `kpipe serve ARGS` in a fresh process, run as a user would (TensorFlow's log level
+    not set): TensorFlow's own start-up lines must not reach the user."""
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
     run = subprocess.run([sys.executable, "-m", "kpipe", "serve", *args], cwd=cwd, capture_output=True, text=True,
                          timeout=300, env=env)
@@ -196,28 +198,36 @@ def startup_failure(*args, cwd):
     return lines[0]
 
 
-def test_startup_failures_are_one_line_exit_2(trained, tmp_path):
-    assert startup_failure("nope", cwd=trained).startswith("kpipe: error: no exported model at 'nope'")
-
+def test_a_savedmodel_that_does_not_load_is_one_line_exit_2_in_a_fresh_process(trained, tmp_path):
     broken = tmp_path / "broken" / "1"
     shutil.copytree(trained / "saved_models" / "sentiment-bilstm" / "1", broken)
     (broken / "saved_model.pb").write_bytes(b"not a SavedModel")
     assert startup_failure(str(broken), cwd=trained).startswith(
         f"kpipe: error: cannot load the SavedModel in {broken}")
 
-    assert startup_failure("a:b=sentiment-bilstm", cwd=trained) == (
-        "kpipe: error: cannot serve 'a:b=sentiment-bilstm' under the name 'a:b': name it with NAME=WHERE "
-        "(letters, digits, '-', '_', '.')")
-    assert startup_failure("sentiment-bilstm", "--max-batch-size", "0", cwd=trained) == (
-        "kpipe: error: --max-batch-size must be at least 1, --batch-timeout-ms at least 0, --max-request-mb and "
-        "--poll-seconds above 0")
 
-    assert "two models would be served as 'sentiment-bilstm'" in startup_failure(
-        "sentiment-bilstm", "saved_models/sentiment-bilstm/1", cwd=trained)
+@pytest.mark.parametrize("args, message", [
+    (["nope"], "kpipe: error: no exported model at 'nope'"),
+    (["a:b=sentiment-bilstm"], "kpipe: error: cannot serve 'a:b=sentiment-bilstm' under the name 'a:b': name it "
+                               "with NAME=WHERE (letters, digits, '-', '_', '.')"),
+    (["sentiment-bilstm", "--max-batch-size", "0"], "kpipe: error: --max-batch-size must be at least 1, "
+     "--batch-timeout-ms at least 0, --max-request-mb and --poll-seconds above 0"),
+    (["sentiment-bilstm", "saved_models/sentiment-bilstm/1"], "kpipe: error: two models would be served as "
+                                                              "'sentiment-bilstm'"),
+])
+def test_startup_mistakes_are_one_line_exit_2(trained, args, message, monkeypatch, capsys):
+    monkeypatch.chdir(trained)  # in-process: the fresh-process case is the test above
+    assert main(["serve", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(message), err
 
+
+def test_a_port_in_use_is_one_line_exit_2(trained, monkeypatch, capsys):
+    monkeypatch.chdir(trained)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert f"cannot listen on 127.0.0.1:{port}" in startup_failure("sentiment-bilstm", "--port", str(port),
-                                                                      cwd=trained)
+        assert main(["serve", "sentiment-bilstm", "--port", str(port)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"cannot listen on 127.0.0.1:{port}" in err[0], err
