@@ -184,19 +184,25 @@ def run_forecast(config: PipelineConfig) -> RunResult:
         return _run_forecast(run, config)
 
 
-def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
+def _load_windows(config: PipelineConfig):
+    """The series, its scaler (fitted on the training rows only: no peeking ahead), the scaled values and each
+    split's window origins; a series too short for the seasons asked for stops here."""
     series = load_time_series(config.data)
     windows: WindowConfig = config.preprocessing
     if windows.season_length >= series.train_end // 2:
         raise ConfigError(f"preprocessing.season_length={windows.season_length} needs two full seasons in the "
                           f"training split ({series.train_end} steps); use a shorter season or more data")
-    scaler = Scaler.fit(series.values[:series.train_end])  # training rows only: no peeking ahead
-    scaled = scaler.transform(series.values)
+    scaler = Scaler.fit(series.values[:series.train_end])
     origins = {split: split_origins(series, split, windows) for split in ("train", "validation", "test")}
     if origins["test"][0] < windows.season_length:
         raise ConfigError(f"the test split starts {origins['test'][0]} steps in, less than one season "
                           f"({windows.season_length}); the seasonal baselines need that much history")
+    return series, scaler, scaler.transform(series.values), origins
 
+
+def _run_forecast(run: Run, config: PipelineConfig) -> RunResult:
+    series, scaler, scaled, origins = _load_windows(config)
+    windows: WindowConfig = config.preprocessing
     batch_size = run.global_batch
     train_ds = make_window_dataset(scaled, origins["train"], windows, batch_size=batch_size, shuffle=True,
                                    seed=config.training.seed, stride=windows.stride)

@@ -293,48 +293,9 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
         model = build()  # mixed_float16: Keras scales the loss
         _compile(model, config, config.learning_rate, loss, metrics, weighted_metrics,
                  steps=epoch_steps * (fine_tune.frozen_epochs if fine_tune else config.epochs))
-    gpus = len(tf.config.list_logical_devices("GPU"))
-    log.info("Training %s (%s parameters) for up to %d epochs on %s with %s, %d replica(s), global batch %d, %s",
-             model.name, f"{model.count_params():,}", config.epochs,
-             f"{gpus} GPU(s)" if gpus else "the CPU (TensorFlow sees no GPU)",
-             "MultiWorkerMirroredStrategy" if multi_worker.is_multi_worker(strategy) else type(strategy).__name__,
-             strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync, config.precision)
-
-    chief = multi_worker.is_chief(strategy)
-
-    def fit(phase: str, initial_epoch: int, epochs: int, early_stopping: bool) -> list[dict[str, float]]:
-        stopper = None
-        if early_stopping and config.early_stopping_patience:
-            monitor = config.early_stopping_monitor
-            stopper = ResumableEarlyStopping(monitor=monitor, patience=config.early_stopping_patience,
-                                             mode=monitor_mode(monitor),
-                                             restore_best_weights=True, verbose=1)
-        # Order matters: the timer and early stopping update the epoch's logs and state before the
-        # checkpoint saves them.
-        checkpoint = EpochCheckpoint(work_dir / phase, write=chief, train_data=train_data, early_stopping=stopper,
-                                     iterators_per_epoch=_iterators_per_epoch(train_data, strategy),
-                                     initial_epoch=initial_epoch)
-        callbacks = [EpochTimer(), *metric_callbacks, *([stopper] if stopper else []), checkpoint]
-        if config.learning_rate_schedule == "cosine":
-            base = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))  # this phase's rate
-            callbacks.insert(0, keras.callbacks.LearningRateScheduler(
-                lambda epoch: cosine_rate(base, epoch, config.epochs)))
-        if chief:
-            callbacks.append(keras.callbacks.TensorBoard(str(work_dir / "tensorboard")))
-        callbacks += [*extra_callbacks, *_WATCHERS.get()]
-        model._initial_epoch = None  # set by the previous phase's restore, which `fit` would prefer
-        if multi_worker.is_multi_worker(strategy):  # Keras' fit fails there: see kpipe.training.multi_worker
-            multi_worker.fit(model, train_data, validation_data, strategy=strategy,
-                             initial_epoch=initial_epoch, epochs=epochs, callbacks=callbacks)
-            return checkpoint.history
-        with warnings.catch_warnings():
-            # Length-bucketed datasets have no known size, so Keras finds each epoch's end by running
-            # out of data, and warns every epoch as if that were a mistake.
-            warnings.filterwarnings("ignore", message="Your input ran out of data")
-            _build_training_state(model, train_data)
-            model.fit(train_data, validation_data=validation_data, initial_epoch=initial_epoch, epochs=epochs,
-                      callbacks=callbacks, shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
-        return checkpoint.history
+    _log_start(model, config, strategy)
+    fit = _Phases(model, config, work_dir, train_data, validation_data, strategy, metric_callbacks,
+                  extra_callbacks).fit
 
     if fine_tune is None:
         history = fit("checkpoints", 0, config.epochs, early_stopping=True)
@@ -352,3 +313,64 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
                  steps=epoch_steps * (config.epochs - fine_tune.frozen_epochs))
     history = fit("checkpoints", fine_tune.frozen_epochs, config.epochs, early_stopping=True)
     return _outside_strategy(model, build, strategy, config, prepare=fine_tune.unfreeze), frozen_history + history
+
+
+def _log_start(model: keras.Model, config: TrainingConfig, strategy: tf.distribute.Strategy) -> None:
+    gpus = len(tf.config.list_logical_devices("GPU"))
+    log.info("Training %s (%s parameters) for up to %d epochs on %s with %s, %d replica(s), global batch %d, %s",
+             model.name, f"{model.count_params():,}", config.epochs,
+             f"{gpus} GPU(s)" if gpus else "the CPU (TensorFlow sees no GPU)",
+             "MultiWorkerMirroredStrategy" if multi_worker.is_multi_worker(strategy) else type(strategy).__name__,
+             strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync, config.precision)
+
+
+@dataclasses.dataclass
+class _Phases:
+    """Fits a compiled model phase by phase, each phase resumable from its own checkpoint folder in `work_dir`."""
+
+    model: keras.Model
+    config: TrainingConfig
+    work_dir: Path
+    train_data: tf.data.Dataset
+    validation_data: tf.data.Dataset | None
+    strategy: tf.distribute.Strategy
+    metric_callbacks: list | tuple
+    extra_callbacks: list | tuple
+
+    def fit(self, phase: str, initial_epoch: int, epochs: int, early_stopping: bool) -> list[dict[str, float]]:
+        """Epochs `initial_epoch` to `epochs` of one phase; its history (a resumed phase's finished epochs too)."""
+        config, model, strategy = self.config, self.model, self.strategy
+        chief = multi_worker.is_chief(strategy)
+        stopper = None
+        if early_stopping and config.early_stopping_patience:
+            monitor = config.early_stopping_monitor
+            stopper = ResumableEarlyStopping(monitor=monitor, patience=config.early_stopping_patience,
+                                             mode=monitor_mode(monitor),
+                                             restore_best_weights=True, verbose=1)
+        # Order matters: the timer and early stopping update the epoch's logs and state before the
+        # checkpoint saves them.
+        checkpoint = EpochCheckpoint(self.work_dir / phase, write=chief, train_data=self.train_data,
+                                     early_stopping=stopper,
+                                     iterators_per_epoch=_iterators_per_epoch(self.train_data, strategy),
+                                     initial_epoch=initial_epoch)
+        callbacks = [EpochTimer(), *self.metric_callbacks, *([stopper] if stopper else []), checkpoint]
+        if config.learning_rate_schedule == "cosine":
+            base = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))  # this phase's rate
+            callbacks.insert(0, keras.callbacks.LearningRateScheduler(
+                lambda epoch: cosine_rate(base, epoch, config.epochs)))
+        if chief:
+            callbacks.append(keras.callbacks.TensorBoard(str(self.work_dir / "tensorboard")))
+        callbacks += [*self.extra_callbacks, *_WATCHERS.get()]
+        model._initial_epoch = None  # set by the previous phase's restore, which `fit` would prefer
+        if multi_worker.is_multi_worker(strategy):  # Keras' fit fails there: see kpipe.training.multi_worker
+            multi_worker.fit(model, self.train_data, self.validation_data, strategy=strategy,
+                             initial_epoch=initial_epoch, epochs=epochs, callbacks=callbacks)
+            return checkpoint.history
+        with warnings.catch_warnings():
+            # Length-bucketed datasets have no known size, so Keras finds each epoch's end by running
+            # out of data, and warns every epoch as if that were a mistake.
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            _build_training_state(model, self.train_data)
+            model.fit(self.train_data, validation_data=self.validation_data, initial_epoch=initial_epoch,
+                      epochs=epochs, callbacks=callbacks, shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
+        return checkpoint.history
