@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from kpipe.preprocessing.text import truncate, vectorize
+from kpipe.preprocessing.text import TextPreprocessingConfig, truncate, vectorize
+from kpipe.pretrained import presets
 
 
 class TruncatingPreprocessor(tf.Module):
@@ -50,6 +51,16 @@ class TruncatingPreprocessor(tf.Module):
 def with_truncation(preprocessor, truncating: str):
     """The preset's preprocessor as it is for "post" (what keras-hub does), else a TruncatingPreprocessor."""
     return preprocessor if truncating == "post" else TruncatingPreprocessor(preprocessor, truncating)
+
+
+def load_run_preprocessor(preset: str, pre: TextPreprocessingConfig):
+    """The preset's preprocessor as a run's `[preprocessing]` asks: `sequence_length` tokens at most (special
+    tokens included), a longer text cut as `truncating` says.
+
+    Raises:
+        PresetUnavailableError: the preset is not on this machine (see `presets.load_backbone`).
+    """
+    return with_truncation(presets.load_preprocessor(preset, pre.sequence_length), pre.truncating)
 
 
 def trim_to_longest(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:

@@ -119,8 +119,7 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
     nothing written. `preprocessing.sequence_length` caps the tokens per text (special tokens
     included) and `preprocessing.length_buckets` groups texts of similar length.
     """
-    preprocessor = pretrained_inputs.with_truncation(
-        presets.load_preprocessor(model_config.preset, pre.sequence_length), pre.truncating)
+    preprocessor = pretrained_inputs.load_run_preprocessor(model_config.preset, pre)
     started = time.perf_counter()
     lengths = pretrained_inputs.token_lengths(splits.train.texts, preprocessor)
     tokenize_seconds = time.perf_counter() - started

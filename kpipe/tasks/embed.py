@@ -93,8 +93,7 @@ def run_embed(config: PipelineConfig) -> RunResult:
 def _run_embed(run: Run, config: PipelineConfig) -> RunResult:
     model_config: SentenceEncoderConfig = config.model
     pre = config.preprocessing
-    preprocessor = pretrained_inputs.with_truncation(
-        presets.load_preprocessor(model_config.preset, pre.sequence_length), pre.truncating)
+    preprocessor = pretrained_inputs.load_run_preprocessor(model_config.preset, pre)
     encoder = build_sentence_encoder(model_config, presets.load_backbone(model_config.preset))
     splits = load_text_classification(config.data)
     started = time.perf_counter()
