@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from kpipe.tokens import WORDPIECE_MASK, WORDPIECE_RESERVED
 from kpipe.preprocessing.text import TextPreprocessingConfig, pad_batch, truncate, vectorize
+from kpipe.preprocessing.prefetch import prefetched
 
 
 def make_masked_lm_dataset(texts: np.ndarray, vectorizer, config: TextPreprocessingConfig, *, vocabulary_size: int,
@@ -35,4 +36,4 @@ def make_masked_lm_dataset(texts: np.ndarray, vectorizer, config: TextPreprocess
                   "mask_positions": tf.cast(masked["mask_positions"], tf.int32)}
         return inputs, masked["mask_ids"], masked["mask_weights"]
 
-    return ds.batch(batch_size).map(mask, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return prefetched(ds.batch(batch_size).map(mask, num_parallel_calls=tf.data.AUTOTUNE))

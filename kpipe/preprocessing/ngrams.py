@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from kpipe.preprocessing.configs import SPLIT, TextPreprocessingConfig
 from kpipe.preprocessing.standardize import keras_standardize
+from kpipe.preprocessing.prefetch import prefetched
 
 log = logging.getLogger(__name__)
 
@@ -162,5 +163,4 @@ def make_ngram_dataset(texts: np.ndarray, labels: np.ndarray, features: NgramFea
     ds = tf.data.Dataset.from_tensor_slices((np.asarray(texts, dtype=str), np.asarray(labels)))
     if shuffle:
         ds = ds.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
-    return ds.batch(batch_size).map(lambda t, y: (features(t), y),
-                                    num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return prefetched(ds.batch(batch_size).map(lambda t, y: (features(t), y), num_parallel_calls=tf.data.AUTOTUNE))

@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from kpipe.errors import DataError
 from kpipe.preprocessing.configs import SkipGramConfig  # noqa: F401  (re-exported)
+from kpipe.preprocessing.prefetch import prefetched
 
 EPOCH_SEEDS = 1 << 16  # distinct epoch seeds (the shuffle that draws them holds this many numbers)
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -186,7 +187,7 @@ def make_skipgram_dataset(corpus: Corpus, config: SkipGramConfig, *, batch_size:
     if not batches_per_block:
         blocks = blocks.flat_map(lambda *block: tf.data.Dataset.from_tensor_slices(block))
     # With blocks, tf.data's cost per element (about 1.5 ms) is paid once per block.
-    return blocks.map(with_labels).prefetch(tf.data.AUTOTUNE)
+    return prefetched(blocks.map(with_labels))
 
 
 def corpus_words(corpus: Corpus) -> int:

@@ -23,6 +23,7 @@ from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.tokens import WORDPIECE_RESERVED
 from kpipe.preprocessing.configs import SPLIT, STANDARDIZE, TOKENIZERS, TextPreprocessingConfig  # noqa: F401
 from kpipe.preprocessing.standardize import keras_standardize
+from kpipe.preprocessing.prefetch import prefetched
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,7 @@ def make_text_dataset(texts: np.ndarray, labels: np.ndarray, vectorizer: keras.l
             bucket_boundaries=list(boundaries), bucket_batch_sizes=[batch_size] * (len(boundaries) + 1))
     else:
         ds = ds.padded_batch(batch_size, padded_shapes=([None], []))
-    return ds.map(lambda ids, y: (pad_batch(ids), y)).prefetch(tf.data.AUTOTUNE)
+    return prefetched(ds.map(lambda ids, y: (pad_batch(ids), y)))
 
 
 def token_lengths(texts: np.ndarray, vectorizer: keras.layers.TextVectorization) -> np.ndarray:

@@ -17,6 +17,7 @@ import tensorflow as tf
 from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.tokens import SEQ2SEQ
 from kpipe.preprocessing.configs import TOKEN_KINDS, PairPreprocessingConfig  # noqa: F401
+from kpipe.preprocessing.prefetch import prefetched
 
 END, SPECIAL_TOKENS, START, UNKNOWN = SEQ2SEQ.end, SEQ2SEQ.count, SEQ2SEQ.start, SEQ2SEQ.unknown
 
@@ -110,7 +111,7 @@ def make_pair_dataset(pairs: list[tuple[str, str]], source_table: TokenTable, ta
             bucket_boundaries=boundaries, bucket_batch_sizes=[batch_size] * (len(boundaries) + 1))
     else:
         dataset = dataset.padded_batch(batch_size)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return prefetched(dataset)
 
 
 def lengths(strings: list[str], kind: str, lowercase: bool = False) -> np.ndarray:

@@ -16,6 +16,7 @@ import tensorflow as tf
 from kpipe.datasets.time_series import TimeSeries
 from kpipe.errors import DataError
 from kpipe.preprocessing.configs import WindowConfig  # noqa: F401  (re-exported)
+from kpipe.preprocessing.prefetch import prefetched
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,8 +66,8 @@ def make_window_dataset(scaled: np.ndarray, origins: np.ndarray, config: WindowC
         block, targets=None, sequence_length=length, sequence_stride=stride, batch_size=batch_size,
         shuffle=shuffle, seed=seed if shuffle else None)
     window = config.window
-    return dataset.map(lambda seq: (seq[:, :window, :], seq[:, window:, 0]),
-                       num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return prefetched(dataset.map(lambda seq: (seq[:, :window, :], seq[:, window:, 0]),
+                                  num_parallel_calls=tf.data.AUTOTUNE))
 
 
 def window_arrays(values: np.ndarray, origins: np.ndarray, config: WindowConfig) -> tuple[np.ndarray, np.ndarray]:

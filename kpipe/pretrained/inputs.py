@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from kpipe.preprocessing.text import TextPreprocessingConfig, truncate, vectorize
 from kpipe.pretrained import presets
+from kpipe.preprocessing.prefetch import prefetched
 
 
 class TruncatingPreprocessor(tf.Module):
@@ -102,4 +103,4 @@ def make_pretrained_dataset(texts: np.ndarray, labels: np.ndarray, preprocessor,
             bucket_boundaries=list(boundaries), bucket_batch_sizes=[batch_size] * (len(boundaries) + 1))
     else:
         ds = ds.batch(batch_size)
-    return ds.map(lambda x, y: (trim_to_longest(x), y)).prefetch(tf.data.AUTOTUNE)
+    return prefetched(ds.map(lambda x, y: (trim_to_longest(x), y)))

@@ -33,6 +33,7 @@ from kpipe.models.char_transformer import CharTransformerConfig, CharTransformer
 from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.training.run import Run
 from kpipe.preprocessing.configs import NamesPreprocessingConfig  # noqa: F401  (re-exported)
+from kpipe.preprocessing.prefetch import prefetched
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,8 @@ def make_names_dataset(pairs, vocabulary: CharVocabulary, categories: list[str],
     if shuffle:
         dataset = dataset.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.map(lambda x, c, y: ((x, c), y))
-    return dataset.padded_batch(batch_size, padded_shapes=(([None], []), [None])).map(
-        lambda xc, y: ((tf.cast(xc[0], tf.int32), xc[1]), tf.cast(y, tf.int32))).prefetch(tf.data.AUTOTUNE)
+    return prefetched(dataset.padded_batch(batch_size, padded_shapes=(([None], []), [None])).map(
+        lambda xc, y: ((tf.cast(xc[0], tf.int32), xc[1]), tf.cast(y, tf.int32))))
 
 
 def nll_per_char(model: keras.Model, dataset: tf.data.Dataset) -> float:
