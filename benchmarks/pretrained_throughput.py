@@ -3,7 +3,8 @@ longest, batches grouped by length) against the keras-hub guide's recipe (`keras
 .from_preset` with its preprocessor padding every text to a fixed `sequence_length`, kpipe's maximum), on the
 same checkpoint, texts, batch size and optimizer (AdamW 5e-5). The two alternate, `--repeats` times each;
 every measurement times `--steps` batches that follow a warm-up of `--warmup` batches in the same `fit`
-(tracing, the input pipeline starting) and reports training samples per second. Until 2026-11-28 the timed
+(tracing, the input pipeline starting) and reports training samples per second. `--buckets` and `--precisions`
+add kpipe ways (each count and precision its own way; the recipe stays float32). Until 2026-11-28 the timed
 steps were a second `fit`, whose start made kpipe's input pipeline tokenize every text again before its
 first batch: ~23 samples/s measured against ~47 in its steady state.
 
@@ -16,6 +17,7 @@ is compared by running the pipeline (`kpipe run sentiment-minilm`), not here.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import time
@@ -38,7 +40,8 @@ def optimizer(steps: int):
     return make_optimizer(TrainingConfig(optimizer="adamw", learning_rate=5e-5), 5e-5, steps=steps)
 
 
-def kpipe_fit(preset: str, texts, labels, batch: int, length: int, steps: int, warmup: int) -> float:
+def kpipe_fit(preset: str, texts, labels, batch: int, length: int, steps: int, warmup: int, buckets: int = 4,
+              precision: str = "float32") -> float:
     import keras
 
     from kpipe.models.configs import PretrainedClassifierConfig
@@ -46,11 +49,15 @@ def kpipe_fit(preset: str, texts, labels, batch: int, length: int, steps: int, w
     from kpipe.preprocessing.buckets import quantile_boundaries
 
     preprocessor = presets.load_preprocessor(preset, length)
-    boundaries = quantile_boundaries(inputs.token_lengths(texts, preprocessor), 4, length)
+    boundaries = quantile_boundaries(inputs.token_lengths(texts, preprocessor), buckets, length)
     data = inputs.make_pretrained_dataset(texts, labels, preprocessor, batch_size=batch, shuffle=True,
                                           boundaries=boundaries).repeat()
-    model = classifier.build_pretrained_classifier(PretrainedClassifierConfig(preset=preset, num_classes=3),
-                                                   presets.load_backbone(preset))
+    keras.config.set_dtype_policy(precision)
+    try:
+        model = classifier.build_pretrained_classifier(PretrainedClassifierConfig(preset=preset, num_classes=3),
+                                                       presets.load_backbone(preset))
+    finally:
+        keras.config.set_dtype_policy("float32")
     model.compile(optimizer(steps + warmup), keras.losses.SparseCategoricalCrossentropy(), jit_compile=False)
     return timed_fit(model, data, steps, warmup, batch)
 
@@ -88,12 +95,14 @@ def timed_fit(model, data, steps: int, warmup: int, batch: int) -> float:
     return steps * batch / (times[warmup + steps - 1] - times[warmup - 1])
 
 
-def measure(preset: str, limit: int, batch: int, length: int, steps: int, repeats: int,
-            warmup: int = 10) -> dict[str, list[float]]:
-    """Samples/s of each way, `repeats` measurements each, the order alternating: {way: [rates]}, kpipe first."""
+def measure(preset: str, limit: int, batch: int, length: int, steps: int, repeats: int, warmup: int = 10,
+            buckets: tuple[int, ...] = (4,), precisions: tuple[str, ...] = ("float32",)) -> dict[str, list[float]]:
+    """Samples/s of each way, `repeats` measurements each, the order alternating: {way: [rates]}, kpipe's ways
+    first (one per bucket count and precision), the keras-hub recipe (float32) last."""
     texts, labels = tweets(limit)
-    ways = {"kpipe (batch's longest, length buckets)": kpipe_fit,
-            f"keras-hub recipe (padded to {length})": keras_hub_fit}
+    ways = {f"kpipe ({n} length buckets, {precision})": functools.partial(kpipe_fit, buckets=n, precision=precision)
+            for n in buckets for precision in precisions}
+    ways[f"keras-hub recipe (padded to {length}, float32)"] = keras_hub_fit
     rates = {name: [] for name in ways}
     for repeat in range(repeats):
         for name in (list(ways) if repeat % 2 == 0 else list(reversed(ways))):
@@ -111,15 +120,21 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10, help="batches trained before each measurement")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, default=4000, help="tweets to draw the batches from")
+    parser.add_argument("--buckets", type=int, nargs="+", default=[4],
+                        help="kpipe's length-bucket counts to time, each a way of its own (sentiment-minilm: 4)")
+    parser.add_argument("--precisions", nargs="+", default=["float32"], choices=["float32", "mixed_bfloat16"],
+                        help="kpipe's precisions to time, each a way of its own (the recipe stays float32)")
     args = parser.parse_args()
-    rates = measure(args.preset, args.limit, args.batch, args.length, args.steps, args.repeats, args.warmup)
+    rates = measure(args.preset, args.limit, args.batch, args.length, args.steps, args.repeats, args.warmup,
+                    tuple(args.buckets), tuple(args.precisions))
     print(f"\nbatch {args.batch}, {args.steps} steps per measurement after {args.warmup}, {args.repeats} "
           "measurements each, alternating")
     for name, values in rates.items():
         print(f"{name:45s} median {statistics.median(values):6.1f} samples/s (min {min(values):.1f}, "
               f"max {max(values):.1f})")
-    first, second = (statistics.median(v) for v in rates.values())
-    print(f"kpipe trains {first / second:.2f}x as many samples per second")
+    recipe = statistics.median(rates[list(rates)[-1]])
+    for name, values in list(rates.items())[:-1]:
+        print(f"{name} trains {statistics.median(values) / recipe:.2f}x as many samples per second as the recipe")
 
 
 if __name__ == "__main__":

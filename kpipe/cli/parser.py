@@ -64,7 +64,8 @@ SHARED = {
                       (("--strategy",), dict(help="tf.distribute strategy: auto, default, one_device, mirrored, "
                                                   "multi_worker (cluster in TF_CONFIG) or tpu (same as --set "
                                                   "training.strategy=...)")),
-                      (("--precision",), dict(help="float32, mixed_float16 or mixed_bfloat16 (same as --set "
+                      (("--precision",), dict(help="float32, mixed_float16, mixed_bfloat16 or auto (bfloat16 "
+                                                   "on CPUs with bfloat16 units; same as --set "
                                                    "training.precision=...)"))),
 }
 

@@ -7,7 +7,7 @@ import dataclasses
 from kpipe.config.strict import check_choice, check_range
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
-PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16", "auto")
 # Config name -> class in keras.optimizers (kpipe.training.loop looks it up there).
 OPTIMIZER_CLASSES = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "sgd": "SGD"}
 LEARNING_RATE_SCHEDULES = ("constant", "cosine", "linear_warmup")
@@ -44,7 +44,8 @@ class TrainingConfig:
             TF_CONFIG, see `kpipe.training.multi_worker`) or "tpu".
         precision: "float32", "mixed_float16" (GPUs; the loss is scaled) or "mixed_bfloat16"
             (GPUs and recent CPUs): layers compute in 16 bits and keep float32 weights; output
-            layers stay float32.
+            layers stay float32. "auto": mixed_bfloat16 on a CPU with bfloat16 units (AVX-512 BF16,
+            AMX) and no GPU, float32 otherwise (kpipe.training.precision).
         steps_per_execution: training batches per call from Python into TensorFlow; more cuts the
             per-step overhead of small, fast steps (the progress bar and batch callbacks then update
             once per call).

@@ -25,6 +25,7 @@ from kpipe.errors import ConfigError
 from kpipe.training.resume import EpochCheckpoint, ResumableEarlyStopping
 from kpipe.training.schedules import LinearWarmupDecay
 from kpipe.config.training import OPTIMIZER_CLASSES, PRECISIONS, STRATEGIES, TrainingConfig  # noqa: F401
+from kpipe.training.precision import precision_scope, resolve_precision
 
 log = logging.getLogger(__name__)
 
@@ -131,17 +132,6 @@ class FineTuneSchedule:
     unfreeze: Callable[[keras.Model], None]
 
 
-@contextlib.contextmanager
-def _precision(policy: str):
-    """Layers built inside take this dtype policy (output layers pin float32 themselves)."""
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(policy)
-    try:
-        yield
-    finally:
-        keras.config.set_dtype_policy(previous)
-
-
 def _outside_strategy(model: keras.Model, build: Callable[[], keras.Model], strategy: tf.distribute.Strategy,
                       config: TrainingConfig, prepare: Callable[[keras.Model], None] | None = None) -> keras.Model:
     """The trained model as plain variables: a copy built outside the strategy when there is one.
@@ -151,7 +141,7 @@ def _outside_strategy(model: keras.Model, build: Callable[[], keras.Model], stra
     """
     if strategy is tf.distribute.get_strategy():
         return model
-    with _precision(config.precision):
+    with precision_scope(config.precision):
         plain = build()
     if prepare:
         prepare(plain)  # e.g. unfreeze, so that its layers are in the state of the model it copies
@@ -289,7 +279,7 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
         validation_data = even_first_batch(validation_data, strategy.num_replicas_in_sync)
     # A per-step schedule needs the steps of each phase (counted once when the dataset cannot tell).
     epoch_steps = steps_per_epoch(train_data) if config.learning_rate_schedule == "linear_warmup" else 0
-    with _precision(config.precision), strategy.scope():
+    with precision_scope(config.precision), strategy.scope():
         model = build()  # mixed_float16: Keras scales the loss
         _compile(model, config, config.learning_rate, loss, metrics, weighted_metrics,
                  steps=epoch_steps * (fine_tune.frozen_epochs if fine_tune else config.epochs))
@@ -321,7 +311,7 @@ def _log_start(model: keras.Model, config: TrainingConfig, strategy: tf.distribu
              model.name, f"{model.count_params():,}", config.epochs,
              f"{gpus} GPU(s)" if gpus else "the CPU (TensorFlow sees no GPU)",
              "MultiWorkerMirroredStrategy" if multi_worker.is_multi_worker(strategy) else type(strategy).__name__,
-             strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync, config.precision)
+             strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync, resolve_precision(config.precision))
 
 
 @dataclasses.dataclass

@@ -1,0 +1,44 @@
+"""training.precision = "auto": bfloat16 where the CPU has bfloat16 units and no GPU is seen, float32 elsewhere."""
+
+import keras
+import pytest
+
+from kpipe.config.training import TrainingConfig
+from kpipe.training import precision
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ("fpu vme sse avx2 avx512f avx512_bf16 avx512_vnni", True),   # AMD EPYC (Zen 4)
+    ("fpu vme avx512f amx_bf16 amx_tile amx_int8", True),         # Intel Sapphire Rapids
+    ("fpu vme sse avx2 avx512f avx512_vnni", False),              # AVX-512 without bfloat16
+])
+def test_the_cpu_flags_say_whether_bfloat16_units_exist(tmp_path, flags, expected):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: x\nflags\t\t: {flags}\n\nprocessor\t: 1\nflags\t\t: {flags}\n")
+    assert precision.cpu_has_bfloat16_units(cpuinfo) is expected
+
+
+def test_no_cpu_information_means_no_bfloat16(tmp_path):
+    assert precision.cpu_has_bfloat16_units(tmp_path / "missing") is False
+
+
+@pytest.mark.parametrize("has_units, expected", [(True, "mixed_bfloat16"), (False, "float32")])
+def test_auto_resolves_by_the_cpu_and_explicit_choices_stay(monkeypatch, has_units, expected):
+    monkeypatch.setattr(precision, "cpu_has_bfloat16_units", lambda: has_units)
+    assert precision.resolve_precision("auto") == expected
+    for explicit in ("float32", "mixed_float16", "mixed_bfloat16"):
+        assert precision.resolve_precision(explicit) == explicit
+
+
+def test_layers_built_in_the_scope_take_the_resolved_policy_and_the_old_one_returns(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_has_bfloat16_units", lambda: True)
+    with precision.precision_scope("auto"):
+        layer = keras.layers.Dense(2)
+    assert layer.dtype_policy.name == "mixed_bfloat16"
+    assert keras.config.dtype_policy().name == "float32"
+
+
+def test_the_config_takes_auto_and_refuses_an_unknown_precision():
+    assert TrainingConfig(precision="auto").precision == "auto"
+    with pytest.raises(ValueError, match="auto"):
+        TrainingConfig(precision="bfloat16")
