@@ -28,8 +28,15 @@ def write_history_csv(history: list[dict], path: Path) -> None:
 def copy_run_logs(work_dir: Path, export_dir: Path, history: list[dict]) -> None:
     """Write a run's per-epoch history and copy its TensorBoard logs from its work folder into its export."""
     write_history_csv(history, export_dir / "history.csv")
-    if (work_dir / "tensorboard").is_dir():
-        shutil.copytree(work_dir / "tensorboard", export_dir / "tensorboard")
+    source = work_dir / "tensorboard"
+    try:
+        shutil.copytree(source, export_dir / "tensorboard")
+    except (FileNotFoundError, shutil.Error):
+        # Logs that vanish while they are copied were deleted by a multi-worker run's chief, which removes the
+        # shared work folder once it has published; only another worker, whose export is a throwaway copy,
+        # can be copying then. Any other failure (a full disk) is the caller's to report.
+        if source.exists():
+            raise
 
 
 def write_run_files(path: Path, *, model, config, metrics: dict, history: list[dict], work_dir: Path) -> None:
