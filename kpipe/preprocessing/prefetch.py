@@ -6,8 +6,8 @@ iterator waits for that thread to stop, and in TensorFlow 2.21 on these 2 cores 
 the thread's next interval ended: single garbage-collector passes of 10-86 s that freed an old iterator
 (native stacks: `RootDataset::Iterator::~Iterator` waiting on its thread, the thread in
 `Model::OptimizeLoop`'s timed wait). Three copies of tests/e2e/test_runs.py side by side took 142-208 s
-with autotuning and 85 s without (2026-11-28). Without the model, `AUTOTUNE` parallelism is fixed at the
-smaller of 16 and the number of cores, which is what kpipe's small pipelines need.
+with autotuning, 106 s with kpipe's pipelines ending here (2026-11-28). Without the model, `AUTOTUNE`
+parallelism is fixed at the smaller of 16 and the number of cores, which is what kpipe's small pipelines need.
 """
 
 from __future__ import annotations
