@@ -18,18 +18,17 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def step_seconds(preset: str, precision: str, batch: int, tokens: int, steps: int) -> float:
-    import keras
     import numpy as np
 
     from kpipe.config.training import TrainingConfig
     from kpipe.models.configs import PretrainedClassifierConfig
     from kpipe.pretrained import classifier, presets
     from kpipe.training.loop import make_optimizer
+    from kpipe.training.precision import precision_scope
 
-    keras.config.set_dtype_policy(precision)
-    model = classifier.build_pretrained_classifier(PretrainedClassifierConfig(preset=preset, num_classes=3),
-                                                   presets.load_backbone(preset))
-    keras.config.set_dtype_policy("float32")
+    with precision_scope(precision):
+        model = classifier.build_pretrained_classifier(PretrainedClassifierConfig(preset=preset, num_classes=3),
+                                                       presets.load_backbone(preset))
     model.compile(make_optimizer(TrainingConfig(optimizer="adamw", learning_rate=5e-5), 5e-5, steps=100),
                   "sparse_categorical_crossentropy")
     rng = np.random.default_rng(0)

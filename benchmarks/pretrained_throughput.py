@@ -47,17 +47,15 @@ def kpipe_fit(preset: str, texts, labels, batch: int, length: int, steps: int, w
     from kpipe.models.configs import PretrainedClassifierConfig
     from kpipe.pretrained import classifier, inputs, presets
     from kpipe.preprocessing.buckets import quantile_boundaries
+    from kpipe.training.precision import precision_scope
 
     preprocessor = presets.load_preprocessor(preset, length)
     boundaries = quantile_boundaries(inputs.token_lengths(texts, preprocessor), buckets, length)
     data = inputs.make_pretrained_dataset(texts, labels, preprocessor, batch_size=batch, shuffle=True,
                                           boundaries=boundaries).repeat()
-    keras.config.set_dtype_policy(precision)
-    try:
+    with precision_scope(precision):
         model = classifier.build_pretrained_classifier(PretrainedClassifierConfig(preset=preset, num_classes=3),
                                                        presets.load_backbone(preset))
-    finally:
-        keras.config.set_dtype_policy("float32")
     model.compile(optimizer(steps + warmup), keras.losses.SparseCategoricalCrossentropy(), jit_compile=False)
     return timed_fit(model, data, steps, warmup, batch)
 

@@ -311,7 +311,8 @@ def _log_start(model: keras.Model, config: TrainingConfig, strategy: tf.distribu
              model.name, f"{model.count_params():,}", config.epochs,
              f"{gpus} GPU(s)" if gpus else "the CPU (TensorFlow sees no GPU)",
              "MultiWorkerMirroredStrategy" if multi_worker.is_multi_worker(strategy) else type(strategy).__name__,
-             strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync, resolve_precision(config.precision))
+             strategy.num_replicas_in_sync, config.batch_size * strategy.num_replicas_in_sync,
+             resolve_precision(config.precision))
 
 
 @dataclasses.dataclass
