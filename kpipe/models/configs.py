@@ -581,6 +581,9 @@ class EnsembleClassifierConfig:
             with `family = "pretrained_classifier"`.
         ngram_weight: the n-gram member's share of the average; -1 chooses it on validation
             (0, 0.05, ..., 1).
+        sequence_members: how many sequence members to train, with seeds `training.seed`,
+            `training.seed + 1`, ...; they share the rest of the average equally (two fine-tuned
+            encoders of different seeds disagree enough for their mean to beat either).
         ngrams_training: how the n-gram member trains ([model.ngrams_training], a whole training
             table: keys left out take the training defaults, not [training]'s), when it should train
             unlike the sequence member: a pretrained encoder fine-tunes at 5e-5 for a few epochs, far
@@ -592,10 +595,12 @@ class EnsembleClassifierConfig:
     ngrams: BagOfNgramsConfig = BagOfNgramsConfig()
     sequence: RNNClassifierConfig | PretrainedClassifierConfig = RNNClassifierConfig()
     ngram_weight: float = -1.0
+    sequence_members: int = 1
     ngrams_training: TrainingConfig | None = None
 
     def __post_init__(self):
         check_choice("family", self.family, ("ensemble",))
+        check_range("sequence_members", self.sequence_members, low=1)
         if self.ngram_weight != -1.0:
             check_range("ngram_weight", self.ngram_weight, low=0.0, high=1.0)
 

@@ -69,13 +69,15 @@ class Member:
 
 def train_member(run: Run, model_config, splits: TextSplits, pre: TextPreprocessingConfig, subdir: str = "",
                  training: TrainingConfig | None = None) -> Member:
-    """Train the classifier `model_config` describes on `splits` (its work state in `subdir`); an n-gram
-    member trains with `training` when given (an ensemble's `model.ngrams_training`), else [training]."""
+    """Train the classifier `model_config` describes on `splits` (its work state in `subdir`), with
+    `training` when given (an ensemble's `model.ngrams_training`, or [training] with another seed), else
+    [training]."""
+    training = training or run.config.training
     if isinstance(model_config, BagOfNgramsConfig):
-        return train_bag_of_ngrams(run, model_config, splits, pre, subdir, training or run.config.training)
+        return train_bag_of_ngrams(run, model_config, splits, pre, subdir, training)
     if isinstance(model_config, PretrainedClassifierConfig):
-        return train_pretrained(run, model_config, splits, pre, subdir)
-    return train_sequence_model(run, model_config, splits, pre, subdir)
+        return train_pretrained(run, model_config, splits, pre, subdir, training)
+    return train_sequence_model(run, model_config, splits, pre, subdir, training)
 
 
 # === Bag of n-grams ===
@@ -112,7 +114,7 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
 # === Pretrained encoders (keras-hub presets, Hugging Face checkpoints) ===
 
 def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits: TextSplits,
-                     pre: TextPreprocessingConfig, subdir: str = "") -> Member:
+                     pre: TextPreprocessingConfig, subdir: str = "", training: TrainingConfig | None = None) -> Member:
     """Fine-tune a pretrained encoder with a classification head; its own tokenizer replaces kpipe's vocabulary.
 
     The preset is loaded before anything else, so a missing download stops the run in seconds, with
@@ -127,7 +129,8 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
     log.info("Pretrained encoder %s: training texts of %d tokens median, %d at the 90th percentile (cut at %d); "
              "length buckets %s", model_config.preset, np.median(lengths), np.percentile(lengths, 90),
              pre.sequence_length, boundaries or "none")
-    seed = run.config.training.seed
+    training = training or run.config.training
+    seed = training.seed
     model_config = dataclasses.replace(model_config, num_classes=splits.num_classes)
 
     def dataset(texts, labels, shuffle=False, buckets=()):
@@ -138,7 +141,6 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
         return pretrained_classifier.build_pretrained_classifier(
             model_config, presets.load_backbone(model_config.preset))
 
-    training = run.config.training
     fine_tune = None
     if model_config.backbone_training == "two_phase":
         fine_tune = FineTuneSchedule(model_config.head_epochs, training.learning_rate,
@@ -167,7 +169,8 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
 # === Sequence models: (Bi)LSTM/GRU and transformer encoders ===
 
 def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPreprocessingConfig,
-                         subdir: str = "") -> Member:
+                         subdir: str = "", training: TrainingConfig | None = None) -> Member:
+    training = training or run.config.training
     transformer = isinstance(model_config, TransformerClassifierConfig)
     pretrain_texts = None
     if transformer and model_config.pretrain_epochs:
@@ -182,7 +185,7 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
     boundaries = bucket_boundaries(token_lengths(splits.train.texts, vectorizer), pre)
     if boundaries:
         log.info("Length buckets (token boundaries): %s", boundaries)
-    seed = run.config.training.seed
+    seed = training.seed
 
     def dataset(texts, labels, shuffle=False, buckets=()):
         return make_text_dataset(texts, labels, vectorizer, pre, batch_size=run.global_batch, shuffle=shuffle,
@@ -222,8 +225,8 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
             model.get_layer("embedding").embeddings.assign(pretrained)
         return model
 
-    model, history = run.train(build, subdir=subdir, loss=_loss(splits), metrics=["accuracy"], train_data=train_ds,
-                               validation_data=val_ds, fine_tune=fine_tune)
+    model, history = run.train(build, subdir=subdir, config=training, loss=_loss(splits), metrics=["accuracy"],
+                               train_data=train_ds, validation_data=val_ds, fine_tune=fine_tune)
     return Member(model, lambda text: encode_texts(vectorizer, text, pre), dataset, [vectorizer], vocabulary,
                   history, {"vocabulary_size": len(vocabulary),
                             "embedding_coverage": coverage.as_dict() if coverage else None,

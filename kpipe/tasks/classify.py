@@ -168,7 +168,10 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
         ngrams = train_member(run, config.model.ngrams, splits, pre, subdir="ngrams",
                               training=config.model.ngrams_training)
         with presets.naming(preset_key):
-            members = [ngrams, train_member(run, sequence, splits, pre, subdir="sequence")]
+            members = [ngrams, *(train_member(run, sequence, splits, pre, subdir=sequence_subdir(i),
+                                              training=dataclasses.replace(config.training,
+                                                                           seed=config.training.seed + i))
+                                 for i in range(config.model.sequence_members))]
         weights, ensemble_report = ensemble_weights(members, splits, config.model.ngram_weight)
     else:
         members, weights, ensemble_report = [train_member(run, config.model, splits, pre)], [1.0], None
@@ -197,10 +200,17 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
     return RunResult(version_dir, metrics, summary)
 
 
+def sequence_subdir(index: int) -> str:
+    """The work folder of an ensemble's sequence member `index` (0-based): "sequence", "sequence-2", ..."""
+    return "sequence" if index == 0 else f"sequence-{index + 1}"
+
+
 def ensemble_weights(members: Sequence[Member], splits: TextSplits, ngram_weight: float) -> tuple[list[float], dict]:
-    """The members' weights ([n-gram share, 1 - share]): `ngram_weight`, or, when it is -1, the share
-    with the best validation accuracy (ties: the lower validation log-loss)."""
-    ngrams, sequence = (m.probabilities(splits.validation.texts, splits.validation.labels) for m in members)
+    """The members' weights: the n-gram member (first) gets `ngram_weight`, or, when it is -1, the share
+    with the best validation accuracy (ties: the lower validation log-loss); the sequence members (the
+    others) share the rest equally."""
+    ngrams, *sequences = (m.probabilities(splits.validation.texts, splits.validation.labels) for m in members)
+    sequence = np.mean(sequences, axis=0)
     labels = splits.validation.labels
 
     def score(share):
@@ -210,12 +220,15 @@ def ensemble_weights(members: Sequence[Member], splits: TextSplits, ngram_weight
 
     scores = {float(share): score(share) for share in ENSEMBLE_WEIGHTS}
     share = ngram_weight if ngram_weight >= 0 else max(scores, key=lambda s: (scores[s][0], -scores[s][1]))
-    report = {"ngram_weight": share, "chosen_on_validation": ngram_weight < 0,
-              "validation_accuracy": {"ngrams": scores[1.0][0], "sequence": scores[0.0][0],
-                                      "ensemble": score(share)[0]}}
-    log.info("Ensemble: n-gram weight %.2f; validation accuracy n-grams %.4f, sequence %.4f, ensemble %.4f",
-             share, *report["validation_accuracy"].values())
-    return [share, 1.0 - share], report
+    accuracy = {"ngrams": scores[1.0][0], "sequence": scores[0.0][0], "ensemble": score(share)[0]}
+    if len(sequences) > 1:  # each sequence member alone, beside their mean
+        accuracy["sequence_members"] = [float((p.argmax(axis=1) == labels).mean()) for p in sequences]
+    report = {"ngram_weight": share, "chosen_on_validation": ngram_weight < 0, "validation_accuracy": accuracy}
+    log.info("Ensemble: n-gram weight %.2f; validation accuracy n-grams %.4f, sequence %.4f%s, ensemble %.4f",
+             share, accuracy["ngrams"], accuracy["sequence"],
+             f" (members {', '.join(f'{a:.4f}' for a in accuracy['sequence_members'])})"
+             if len(sequences) > 1 else "", accuracy["ensemble"])
+    return [share, *[(1.0 - share) / len(sequences)] * len(sequences)], report
 
 
 def tfidf_baseline_metrics(splits: TextSplits) -> dict:

@@ -99,6 +99,9 @@ CASES = {
         ["run", "imdb-ensemble", "--set", 'model.ngrams_training.strategy="one_device"'],
         "model.ngrams_training.strategy differs from training.strategy; a run's strategy, worker timeout and refit "
         "are [training]'s: set it there only"),
+    "classifier ensemble of no sequence members": (
+        ["run", "sentiment-minilm-ensemble", "--set", "model.sequence_members=0"],
+        "`sequence_members` must be ≥ 1. Received: sequence_members=0"),
     "translate ensemble of no models": (["run", "g2p-attention", "--set", "model.ensemble_members=0"],
                                         "`ensemble_members` must be ≥ 1. Received: ensemble_members=0"),
     "forecast window too short for the linear path": (

@@ -2,6 +2,7 @@
 baseline beside the model, the ensemble's weighted average."""
 
 import json
+import types
 import zipfile
 
 import keras
@@ -11,7 +12,7 @@ import tensorflow as tf
 
 from kpipe.cli.commands import main
 from kpipe.tasks.classifier_members import Member
-from kpipe.tasks.classify import ClassifierServing
+from kpipe.tasks.classify import ClassifierServing, ensemble_weights
 from tests.helpers import synthetic_reviews
 
 
@@ -47,15 +48,19 @@ def test_imdb_ensemble_trains_both_members_and_exports_one_model(tmp_path, monke
     assert main(["run", "imdb-ensemble", "--data", "reviews.csv", "--set", "training.epochs=1",
                  "--set", "model.sequence.units=[8]", "--set", "model.sequence.embedding_dim=8",
                  "--set", "model.ngrams.max_features=2000", "--set", "model.ngrams_training.epochs=2",
-                 "--set", "model.ngrams_training.learning_rate=0.01"]) == 0
+                 "--set", "model.ngrams_training.learning_rate=0.01", "--set", "model.sequence_members=2"]) == 0
     export = tmp_path / "saved_models" / "imdb-ensemble" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     ensemble = metrics["ensemble"]
     assert 0.0 <= ensemble["ngram_weight"] <= 1.0 and ensemble["chosen_on_validation"]
-    assert set(ensemble["validation_accuracy"]) == {"ngrams", "sequence", "ensemble"}
+    assert set(ensemble["validation_accuracy"]) == {"ngrams", "sequence", "ensemble", "sequence_members"}
+    assert len(ensemble["validation_accuracy"]["sequence_members"]) == 2
     assert ensemble["validation_accuracy"]["ensemble"] >= max(ensemble["validation_accuracy"]["ngrams"],
                                                               ensemble["validation_accuracy"]["sequence"])
-    assert metrics["epochs_trained"] == 3  # the n-gram member's own two epochs, the sequence member's one
+    # the n-gram member's own two epochs, then one for each of the two sequence members
+    assert metrics["epochs_trained"] == 4
+    first, second = (h for h in metrics["history"][2:])
+    assert first["loss"] != second["loss"]  # seeds 1337 and 1338: two different models
     # Each member was compiled its own way: the n-grams' learning rate, [training]'s for the BiLSTM.
     rates = [json.loads(zipfile.ZipFile(export / name).read("config.json"))["compile_config"]["optimizer"]
              ["config"]["learning_rate"] for name in ("ngrams_model.keras", "model.keras")]
@@ -82,3 +87,36 @@ def test_ensemble_serving_is_the_weighted_average_of_its_members():
     np.testing.assert_allclose(out["probabilities"].numpy(), [[1 - expected_positive, expected_positive]] * 2,
                                rtol=1e-5)
     assert [label.decode() for label in out["label"].numpy()] == ["neg", "neg"]
+
+
+class FixedMember:
+    """A member whose validation probabilities are given (ensemble_weights only asks for those)."""
+
+    def __init__(self, probabilities):
+        self.fixed = np.asarray(probabilities, dtype="float64")
+
+    def probabilities(self, texts, labels):
+        return self.fixed
+
+
+def test_ensemble_weights_give_the_sequence_members_equal_shares_of_the_rest():
+    """The n-gram share is the grid point whose mix (share x n-grams + the rest x the sequence members' mean)
+    is most accurate on validation, ties to the lower log-loss: checked against a NumPy search of the grid."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, size=60)
+    members = [FixedMember(rng.dirichlet(np.ones(3), size=60)) for _ in range(3)]
+    splits = types.SimpleNamespace(validation=types.SimpleNamespace(texts=np.array(["x"] * 60), labels=labels))
+    weights, report = ensemble_weights(members, splits, ngram_weight=-1.0)
+
+    ngrams, first, second = (m.fixed for m in members)
+    best = None
+    for share in np.round(np.linspace(0.0, 1.0, 21), 2):
+        mixed = share * ngrams + (1 - share) * (first + second) / 2
+        key = ((mixed.argmax(axis=1) == labels).mean(), np.log(mixed[np.arange(60), labels]).mean())
+        best = (key, share) if best is None or key > best[0] else best
+    share = best[1]
+    np.testing.assert_allclose(weights, [share, (1 - share) / 2, (1 - share) / 2])
+    assert report["validation_accuracy"]["sequence_members"] == [
+        (first.argmax(axis=1) == labels).mean(), (second.argmax(axis=1) == labels).mean()]
+    mixed = share * ngrams + (1 - share) * (first + second) / 2
+    assert report["validation_accuracy"]["ensemble"] == pytest.approx((mixed.argmax(axis=1) == labels).mean())
