@@ -582,8 +582,8 @@ class EnsembleClassifierConfig:
         ngram_weight: the n-gram member's share of the average; -1 chooses it on validation
             (0, 0.05, ..., 1).
         sequence_members: how many sequence members to train, with seeds `training.seed`,
-            `training.seed + 1`, ...; they share the rest of the average equally (two fine-tuned
-            encoders of different seeds disagree enough for their mean to beat either).
+            `training.seed + 1`, ...; they share the rest of the average equally. (On the tweets, two
+            MiniLM encoders did not beat one on validation: see sentiment-minilm-ensemble.toml.)
         ngrams_training: how the n-gram member trains ([model.ngrams_training], a whole training
             table: keys left out take the training defaults, not [training]'s), when it should train
             unlike the sequence member: a pretrained encoder fine-tunes at 5e-5 for a few epochs, far

@@ -114,7 +114,7 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
 # === Pretrained encoders (keras-hub presets, Hugging Face checkpoints) ===
 
 def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits: TextSplits,
-                     pre: TextPreprocessingConfig, subdir: str = "", training: TrainingConfig | None = None) -> Member:
+                     pre: TextPreprocessingConfig, subdir: str, training: TrainingConfig) -> Member:
     """Fine-tune a pretrained encoder with a classification head; its own tokenizer replaces kpipe's vocabulary.
 
     The preset is loaded before anything else, so a missing download stops the run in seconds, with
@@ -129,7 +129,6 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
     log.info("Pretrained encoder %s: training texts of %d tokens median, %d at the 90th percentile (cut at %d); "
              "length buckets %s", model_config.preset, np.median(lengths), np.percentile(lengths, 90),
              pre.sequence_length, boundaries or "none")
-    training = training or run.config.training
     seed = training.seed
     model_config = dataclasses.replace(model_config, num_classes=splits.num_classes)
 
@@ -169,8 +168,7 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
 # === Sequence models: (Bi)LSTM/GRU and transformer encoders ===
 
 def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPreprocessingConfig,
-                         subdir: str = "", training: TrainingConfig | None = None) -> Member:
-    training = training or run.config.training
+                         subdir: str, training: TrainingConfig) -> Member:
     transformer = isinstance(model_config, TransformerClassifierConfig)
     pretrain_texts = None
     if transformer and model_config.pretrain_epochs:
