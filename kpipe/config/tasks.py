@@ -51,34 +51,47 @@ class TaskSpec:
 # === Rules that span config sections ===
 
 def check_classify_config(config: "PipelineConfig") -> None:
-    model = config.model
+    model, prefix = config.model, "model."
     if isinstance(model, EnsembleClassifierConfig):
-        own = model.ngrams_training
-        for key in ("strategy", "worker_timeout_s", "refit_with_validation"):
-            if own and getattr(own, key) != getattr(config.training, key):
-                raise ConfigError(f"model.ngrams_training.{key} differs from training.{key}; a run's strategy, "
-                                  f"worker timeout and refit are [training]'s: set it there only")
-        model = model.sequence
+        for key in ("ngrams_training", "recurrent_training"):
+            own = getattr(model, key)
+            for run_key in ("strategy", "worker_timeout_s", "refit_with_validation"):
+                if own and getattr(own, run_key) != getattr(config.training, run_key):
+                    raise ConfigError(f"model.{key}.{run_key} differs from training.{run_key}; a run's strategy, "
+                                      f"worker timeout and refit are [training]'s: set it there only")
+        if model.recurrent:
+            check_recurrent_member(model.recurrent, (model.recurrent_training or config.training).epochs,
+                                   "model.recurrent.", "model.recurrent_training." if model.recurrent_training
+                                   else "training.")
+        model, prefix = model.sequence, "model.sequence."
     if isinstance(model, BagOfNgramsConfig):
         return
     if isinstance(model, PretrainedClassifierConfig):
         with naming(pretrained_preset(config.model)[1]):
             check_preset(model.preset, config.preprocessing.sequence_length)
         if model.backbone_training == "two_phase" and model.head_epochs >= config.training.epochs:
-            raise ConfigError(f"model.head_epochs={model.head_epochs} leaves no epoch for fine-tuning the encoder "
+            raise ConfigError(f"{prefix}head_epochs={model.head_epochs} leaves no epoch for fine-tuning the encoder "
                               f"with training.epochs={config.training.epochs}; make head_epochs smaller than epochs")
         return
     if isinstance(model, TransformerClassifierConfig):
         if config.preprocessing.tokenizer != "wordpiece":
             log.info("A transformer on whole words: preprocessing.tokenizer = \"wordpiece\" usually does better")
         return
+    check_recurrent_member(model, config.training.epochs, prefix)
+
+
+def check_recurrent_member(model: RNNClassifierConfig, epochs: int, prefix: str = "model.",
+                           training: str = "training.") -> None:
+    """A recurrent classifier's pretrained-vector settings against the epochs it trains for (`prefix` and
+    `training` name its tables in the messages)."""
     if model.embedding_training == "two_phase":
         if not model.pretrained_embeddings:
-            raise ConfigError('model.embedding_training="two_phase" fine-tunes pretrained vectors, but '
-                              'model.pretrained_embeddings is empty; set it (e.g. "glove:6B.50d") or use "trainable"')
-        if model.frozen_epochs >= config.training.epochs:
-            raise ConfigError(f"model.frozen_epochs={model.frozen_epochs} leaves no epoch for fine-tuning with "
-                              f"training.epochs={config.training.epochs}; make frozen_epochs smaller than epochs")
+            raise ConfigError(f'{prefix}embedding_training="two_phase" fine-tunes pretrained vectors, but '
+                              f'{prefix}pretrained_embeddings is empty; set it (e.g. "glove:6B.50d") or use '
+                              '"trainable"')
+        if model.frozen_epochs >= epochs:
+            raise ConfigError(f"{prefix}frozen_epochs={model.frozen_epochs} leaves no epoch for fine-tuning with "
+                              f"{training}epochs={epochs}; make frozen_epochs smaller than epochs")
 
 
 def check_embed_config(config: "PipelineConfig") -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from kpipe.errors import ConfigError
 from kpipe.config.strict import DERIVED, check_choice, check_layer_sizes, check_range
 from kpipe.config.training import TrainingConfig
+from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.tokens import CHARS, SEQ2SEQ
 
 # Config name -> recurrent layer in keras.layers (kpipe.models.recurrent_cells.CELLS looks them up there).
@@ -570,9 +572,10 @@ class BagOfNgramsConfig:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EnsembleClassifierConfig:
-    """Two views of the text in one exported model: a bag-of-n-grams classifier and a recurrent
-    sequence classifier, trained one after the other on the same split, their probabilities averaged
-    with the weight that scores best on the validation split.
+    """Several views of the text in one exported model: a bag-of-n-grams classifier, a sequence
+    classifier (recurrent, or a pretrained encoder) and optionally a recurrent third member, trained one
+    after the other on the same split, their probabilities averaged with the weights that score best on
+    the validation split.
 
     Args:
         family: always "ensemble".
@@ -589,6 +592,14 @@ class EnsembleClassifierConfig:
             unlike the sequence member: a pretrained encoder fine-tunes at 5e-5 for a few epochs, far
             too little for a bag of n-grams learned from zero. Unset: both follow [training]. Its strategy,
             worker timeout and refit must be [training]'s (they belong to the run).
+        recurrent: an optional third member ([model.recurrent]), a recurrent classifier beside a
+            pretrained encoder: e.g. sentiment-bilstm's GloVe BiLSTM, which reads the text as words
+            where the encoder reads word pieces.
+        recurrent_training: its training table ([model.recurrent_training], as ngrams_training).
+        recurrent_preprocessing: its words ([model.recurrent_preprocessing], a whole preprocessing
+            table); unset: [preprocessing].
+        recurrent_weight: its share of the average; -1 chooses it on validation, jointly with
+            ngram_weight (a grid of shares 0, 0.05, ..., 1 that sum to at most 1).
     """
 
     family: str = "ensemble"
@@ -597,12 +608,30 @@ class EnsembleClassifierConfig:
     ngram_weight: float = -1.0
     sequence_members: int = 1
     ngrams_training: TrainingConfig | None = None
+    recurrent: RNNClassifierConfig | None = None
+    recurrent_training: TrainingConfig | None = None
+    recurrent_preprocessing: TextPreprocessingConfig | None = None
+    recurrent_weight: float = -1.0
 
     def __post_init__(self):
         check_choice("family", self.family, ("ensemble",))
         check_range("sequence_members", self.sequence_members, low=1)
         if self.ngram_weight != -1.0:
             check_range("ngram_weight", self.ngram_weight, low=0.0, high=1.0)
+        if self.recurrent is None:
+            for key in ("recurrent_training", "recurrent_preprocessing"):
+                if getattr(self, key) is not None:
+                    raise ConfigError(f"model.{key} is set but there is no [model.recurrent] member to use it; "
+                                      f"add a [model.recurrent] table or remove model.{key}")
+            if self.recurrent_weight != -1.0:
+                raise ConfigError("model.recurrent_weight is set but there is no [model.recurrent] member; add a "
+                                  "[model.recurrent] table or remove model.recurrent_weight")
+        elif self.recurrent_weight != -1.0:
+            check_range("recurrent_weight", self.recurrent_weight, low=0.0, high=1.0)
+            if self.ngram_weight != -1.0 and self.ngram_weight + self.recurrent_weight > 1.0:
+                raise ConfigError(f"model.ngram_weight + model.recurrent_weight = "
+                                  f"{self.ngram_weight + self.recurrent_weight:g} > 1; the sequence member gets what "
+                                  "they leave, so make their sum at most 1")
 
 
 def pretrained_preset(model) -> tuple[str, str]:

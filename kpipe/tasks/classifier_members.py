@@ -58,6 +58,8 @@ class Member:
     compiled_length: int = 0
     # Raw strings -> sentence embeddings (the export's `embed` signature), for families that define one.
     embed: Callable[[tf.Tensor], tf.Tensor] | None = None
+    # An ensemble member's part, naming its files in the export ("ngrams", "recurrent"); "" for the main model.
+    role: str = ""
 
     def probabilities(self, texts: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """(n, classes) class probabilities for `texts` (two columns for a binary sigmoid)."""
@@ -70,8 +72,8 @@ class Member:
 def train_member(run: Run, model_config, splits: TextSplits, pre: TextPreprocessingConfig, subdir: str = "",
                  training: TrainingConfig | None = None) -> Member:
     """Train the classifier `model_config` describes on `splits` (its work state in `subdir`), with
-    `training` when given (an ensemble's `model.ngrams_training`, or [training] with another seed), else
-    [training]."""
+    `training` when given (an ensemble's `model.ngrams_training` or `model.recurrent_training`, or
+    [training] with another seed), else [training]."""
     training = training or run.config.training
     if isinstance(model_config, BagOfNgramsConfig):
         return train_bag_of_ngrams(run, model_config, splits, pre, subdir, training)
@@ -95,10 +97,8 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
     ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha) if model_config.weighting == "nb" else None
     fit_seconds = time.perf_counter() - started
     model_config = dataclasses.replace(model_config, vocabulary_size=features.size, num_classes=splits.num_classes)
-    batch_size = training.batch_size * run.strategy.num_replicas_in_sync
-
     def dataset(texts, labels, shuffle=False):
-        return make_ngram_dataset(texts, labels, features, batch_size=batch_size, shuffle=shuffle,
+        return make_ngram_dataset(texts, labels, features, batch_size=run.batch_of(training), shuffle=shuffle,
                                   seed=training.seed)
 
     model, history = run.train(lambda: build_bag_of_ngrams(model_config, ratios), subdir=subdir, config=training,
@@ -133,7 +133,7 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
     model_config = dataclasses.replace(model_config, num_classes=splits.num_classes)
 
     def dataset(texts, labels, shuffle=False, buckets=()):
-        return pretrained_inputs.make_pretrained_dataset(texts, labels, preprocessor, batch_size=run.global_batch,
+        return pretrained_inputs.make_pretrained_dataset(texts, labels, preprocessor, batch_size=run.batch_of(training),
                                                          shuffle=shuffle, seed=seed, boundaries=buckets)
 
     def build() -> keras.Model:  # under the run's strategy, so the backbone is loaded inside build
@@ -186,7 +186,7 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
     seed = training.seed
 
     def dataset(texts, labels, shuffle=False, buckets=()):
-        return make_text_dataset(texts, labels, vectorizer, pre, batch_size=run.global_batch, shuffle=shuffle,
+        return make_text_dataset(texts, labels, vectorizer, pre, batch_size=run.batch_of(training), shuffle=shuffle,
                                  seed=seed, boundaries=buckets)
 
     train_ds = dataset(splits.train.texts, splits.train.labels, shuffle=True, buckets=boundaries)

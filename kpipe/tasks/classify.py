@@ -123,8 +123,8 @@ def write_classifier_export(path: Path, *, members: Sequence[Member], weights: S
     """Write the SavedModel and everything a user needs beside it into `path`.
 
     The last member is the main one (the sequence model of an ensemble): its Keras model is
-    `model.keras` and its vocabulary `vocabulary.txt`; an ensemble's n-gram member is written as
-    `ngrams_model.keras` and `ngrams_vocabulary.txt`.
+    `model.keras` and its vocabulary `vocabulary.txt`; an ensemble's n-gram and recurrent members (their
+    `role`) are written as `ngrams_model.keras`, `recurrent_model.keras` and their vocabularies.
     """
     serving = ClassifierServing(members, weights, label_names)
     endpoints = {"serve": serving.serve, **({"embed": serving.embed} if serving.encoder is not None else {})}
@@ -135,9 +135,10 @@ def write_classifier_export(path: Path, *, members: Sequence[Member], weights: S
                            work_dir=work_dir)
     (path / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
     (path / "vocabulary.txt").write_text("\n".join(main.vocabulary) + "\n", encoding="utf-8")
-    if len(members) > 1:
-        members[0].model.save(path / "ngrams_model.keras")
-        (path / "ngrams_vocabulary.txt").write_text("\n".join(members[0].vocabulary) + "\n", encoding="utf-8")
+    for member in members[:-1]:
+        if member.role:  # an ensemble's n-gram and recurrent members, beside the main model
+            member.model.save(path / f"{member.role}_model.keras")
+            (path / f"{member.role}_vocabulary.txt").write_text("\n".join(member.vocabulary) + "\n", encoding="utf-8")
     pretraining = main.report.get("masked_lm_pretraining")
     if pretraining and pretraining["history"]:
         reporting.plot_training_curves(pretraining["history"], path / "masked_lm_curves.png",
@@ -161,18 +162,7 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
     pre = config.preprocessing
 
     if isinstance(config.model, EnsembleClassifierConfig):
-        sequence, (preset, preset_key) = config.model.sequence, pretrained_preset(config.model)
-        with presets.naming(preset_key):
-            if preset:  # a missing download stops the run before any training
-                presets.load_preprocessor(preset, pre.sequence_length)
-        ngrams = train_member(run, config.model.ngrams, splits, pre, subdir="ngrams",
-                              training=config.model.ngrams_training)
-        with presets.naming(preset_key):
-            members = [ngrams, *(train_member(run, sequence, splits, pre, subdir=sequence_subdir(i),
-                                              training=dataclasses.replace(config.training,
-                                                                           seed=config.training.seed + i))
-                                 for i in range(config.model.sequence_members))]
-        weights, ensemble_report = ensemble_weights(members, splits, config.model.ngram_weight)
+        members, weights, ensemble_report = train_ensemble(run, config, splits)
     else:
         members, weights, ensemble_report = [train_member(run, config.model, splits, pre)], [1.0], None
     history = [h for member in members for h in member.history]
@@ -200,35 +190,78 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
     return RunResult(version_dir, metrics, summary)
 
 
+def train_ensemble(run: Run, config: PipelineConfig, splits: TextSplits) -> tuple[list[Member], list[float], dict]:
+    """Train an ensemble's members one after the other, each resumable in its own work folder, and weigh
+    them on validation: (members, weights, report). Order: the n-gram member first, then the recurrent
+    member if any, then the sequence member(s), the last being the export's main model."""
+    model, pre = config.model, config.preprocessing
+    preset, preset_key = pretrained_preset(model)
+    with presets.naming(preset_key):
+        if preset:  # a missing download stops the run before any training
+            presets.load_preprocessor(preset, pre.sequence_length)
+    members = [dataclasses.replace(train_member(run, model.ngrams, splits, pre, subdir="ngrams",
+                                                training=model.ngrams_training), role="ngrams")]
+    if model.recurrent:  # with its own words when [model.recurrent_preprocessing] says so
+        members.append(dataclasses.replace(train_member(run, model.recurrent, splits,
+                                                        model.recurrent_preprocessing or pre, subdir="recurrent",
+                                                        training=model.recurrent_training), role="recurrent"))
+    with presets.naming(preset_key):
+        members += [train_member(run, model.sequence, splits, pre, subdir=sequence_subdir(i),
+                                 training=dataclasses.replace(config.training, seed=config.training.seed + i))
+                    for i in range(model.sequence_members)]
+    weights, report = ensemble_weights(members, splits, model.ngram_weight, model.recurrent_weight)
+    return members, weights, report
+
+
 def sequence_subdir(index: int) -> str:
     """The work folder of an ensemble's sequence member `index` (0-based): "sequence", "sequence-2", ..."""
     return "sequence" if index == 0 else f"sequence-{index + 1}"
 
 
-def ensemble_weights(members: Sequence[Member], splits: TextSplits, ngram_weight: float) -> tuple[list[float], dict]:
-    """The members' weights: the n-gram member (first) gets `ngram_weight`, or, when it is -1, the share
-    with the best validation accuracy (ties: the lower validation log-loss); the sequence members (the
-    others) share the rest equally."""
-    ngrams, *sequences = (m.probabilities(splits.validation.texts, splits.validation.labels) for m in members)
+def ensemble_weights(members: Sequence[Member], splits: TextSplits, ngram_weight: float,
+                     recurrent_weight: float = -1.0) -> tuple[list[float], dict]:
+    """The members' weights, in their order: the first member is the n-gram one, a member whose role is
+    "recurrent" the recurrent one, the others are the sequence members.
+
+    The n-gram member gets `ngram_weight` and the recurrent member `recurrent_weight`; a weight of -1 is
+    chosen on validation: the grid point (shares 0, 0.05, ..., 1, summing to at most 1) with the best
+    validation accuracy, ties to the lower validation log-loss, then to the smaller shares. The sequence
+    members share the rest equally.
+    """
+    recurrent = next((m for m in members if getattr(m, "role", "") == "recurrent"), None)
+    probabilities = [m.probabilities(splits.validation.texts, splits.validation.labels) for m in members]
+    ngrams = probabilities[0]
+    sequences = [p for m, p in zip(members[1:], probabilities[1:]) if m is not recurrent]
+    third = next((p for m, p in zip(members, probabilities) if m is recurrent), 0.0)
     sequence = np.mean(sequences, axis=0)
     labels = splits.validation.labels
 
-    def score(share):
-        mixed = share * ngrams + (1 - share) * sequence
+    def score(share, third_share=0.0):
+        mixed = share * ngrams + third_share * third + (1 - share - third_share) * sequence
         log_loss = -np.mean(np.log(np.clip(mixed[np.arange(len(labels)), labels], 1e-7, 1.0)))
         return float((mixed.argmax(axis=1) == labels).mean()), float(log_loss)
 
-    scores = {float(share): score(share) for share in ENSEMBLE_WEIGHTS}
-    share = ngram_weight if ngram_weight >= 0 else max(scores, key=lambda s: (scores[s][0], -scores[s][1]))
-    accuracy = {"ngrams": scores[1.0][0], "sequence": scores[0.0][0], "ensemble": score(share)[0]}
+    shares = [ngram_weight] if ngram_weight >= 0 else [float(s) for s in ENSEMBLE_WEIGHTS]
+    third_shares = ([0.0] if recurrent is None else [recurrent_weight] if recurrent_weight >= 0
+                    else [float(s) for s in ENSEMBLE_WEIGHTS])
+    scores = {(a, c): score(a, c) for a in shares for c in third_shares if a + c <= 1.0 + 1e-9}
+    share, third_share = max(scores, key=lambda key: (scores[key][0], -scores[key][1], -key[0], -key[1]))
+    accuracy = {"ngrams": score(1.0)[0], "sequence": score(0.0)[0], "ensemble": scores[share, third_share][0]}
     if len(sequences) > 1:  # each sequence member alone, beside their mean
         accuracy["sequence_members"] = [float((p.argmax(axis=1) == labels).mean()) for p in sequences]
-    report = {"ngram_weight": share, "chosen_on_validation": ngram_weight < 0, "validation_accuracy": accuracy}
-    log.info("Ensemble: n-gram weight %.2f; validation accuracy n-grams %.4f, sequence %.4f%s, ensemble %.4f",
-             share, accuracy["ngrams"], accuracy["sequence"],
+    report = {"ngram_weight": share, "chosen_on_validation": ngram_weight < 0 or (recurrent is not None
+                                                                                  and recurrent_weight < 0),
+              "validation_accuracy": accuracy}
+    if recurrent is not None:
+        accuracy["recurrent"] = score(0.0, 1.0)[0]
+        report["recurrent_weight"] = third_share
+    log.info("Ensemble: n-gram weight %.2f%s; validation accuracy n-grams %.4f%s, sequence %.4f%s, ensemble %.4f",
+             share, f", recurrent weight {third_share:.2f}" if recurrent else "", accuracy["ngrams"],
+             f", recurrent {accuracy['recurrent']:.4f}" if recurrent else "", accuracy["sequence"],
              f" (members {', '.join(f'{a:.4f}' for a in accuracy['sequence_members'])})"
              if len(sequences) > 1 else "", accuracy["ensemble"])
-    return [share, *[(1.0 - share) / len(sequences)] * len(sequences)], report
+    rest = (1.0 - share - third_share) / len(sequences)
+    return [share, *(third_share if m is recurrent else rest for m in members[1:])], report
 
 
 def tfidf_baseline_metrics(splits: TextSplits) -> dict:

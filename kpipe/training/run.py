@@ -27,6 +27,7 @@ import keras
 from kpipe.exports import manifest, run_files, versions
 from kpipe.training.multi_worker import is_chief
 from kpipe.config.pipeline import PipelineConfig
+from kpipe.config.training import TrainingConfig
 from kpipe.training.loop import make_strategy, train_model
 from kpipe.training.run_lock import RunLock
 
@@ -47,13 +48,17 @@ class Run:
         self.config = config
         training = config.training
         self.strategy = make_strategy(training.strategy, worker_timeout_s=training.worker_timeout_s)
-        self.global_batch = training.batch_size * self.strategy.num_replicas_in_sync
+        self.global_batch = self.batch_of(training)
         self.chief = is_chief(self.strategy)
         self._lock = RunLock.of(config)
         self.export_root, self.work_dir = self._lock.export_root, self._lock.work_dir
         self.train_seconds = 0.0
         # Seeded before the task builds its datasets: their shuffle seeds combine with the global one.
         keras.utils.set_random_seed(training.seed)
+
+    def batch_of(self, training: TrainingConfig) -> int:
+        """The global batch of a model trained with `training` (an ensemble member may have a table of its own)."""
+        return training.batch_size * self.strategy.num_replicas_in_sync
 
     # === The lock ===
     def __enter__(self) -> "Run":

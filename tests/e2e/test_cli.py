@@ -99,6 +99,11 @@ CASES = {
         ["run", "imdb-ensemble", "--set", 'model.ngrams_training.strategy="one_device"'],
         "model.ngrams_training.strategy differs from training.strategy; a run's strategy, worker timeout and refit "
         "are [training]'s: set it there only"),
+    "ensemble weights past 1": (
+        ["run", "imdb-ensemble", "--set", "model.recurrent.units=[8]", "--set", "model.ngram_weight=0.5", "--set",
+         "model.recurrent_weight=0.7"],
+        "model.ngram_weight + model.recurrent_weight = 1.2 > 1; the sequence member gets what they leave, so make "
+        "their sum at most 1"),
     "classifier ensemble of no sequence members": (
         ["run", "sentiment-minilm-ensemble", "--set", "model.sequence_members=0"],
         "`sequence_members` must be ≥ 1. Received: sequence_members=0"),
@@ -149,7 +154,8 @@ def fake_export(folder, **manifest):
 BEFORE_TENSORFLOW = [
     "unknown pipeline", "unknown override", "ill-typed override", "misspelt pooling", "misspelt standardize",
     "character n-grams too long", "malformed override", "two-phase without frozen epochs left",
-    "two-phase without vectors", "ensemble member with a strategy of its own", "translate ensemble of no models", "forecast window too short for the linear path",
+    "two-phase without vectors", "ensemble member with a strategy of its own", "ensemble weights past 1",
+    "translate ensemble of no models", "forecast window too short for the linear path",
     "MSTL baseline on a window shorter than two seasons",
     "recurrent correction switched off with nothing to fall back on", "predict missing model",
     "predict non-UTF-8 file", "predict given a forecaster", "forecast given a classifier",
