@@ -102,6 +102,20 @@ def write_distil_bert_preset(folder: Path, seed: int = 0):
     return backbone
 
 
+def write_electra_preset(folder: Path, seed: int = 0):
+    """A keras-hub ELECTRA preset, hidden size 16, over VOCABULARY: a family keras-hub 0.32 has a backbone and a
+    tokenizer for but no classifier preprocessor; returns its backbone."""
+    import keras
+    import keras_hub
+
+    keras.utils.set_random_seed(seed)
+    backbone = keras_hub.models.ElectraBackbone(vocab_size=len(VOCABULARY), num_layers=2, num_heads=2, hidden_dim=16,
+                                                embedding_dim=16, intermediate_dim=32, max_sequence_length=64)
+    backbone.save_to_preset(str(folder))
+    keras_hub.models.ElectraTokenizer(vocabulary=VOCABULARY, lowercase=True).save_to_preset(str(folder))
+    return backbone
+
+
 def write_roberta_preset(folder: Path, seed: int = 0):
     """A keras-hub RoBERTa preset (byte-pair tokenizer, <s> </s> <pad>), hidden size 16; returns its backbone."""
     import keras

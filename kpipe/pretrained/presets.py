@@ -147,11 +147,22 @@ def load_backbone(preset: str):
 
 def load_preprocessor(preset: str, sequence_length: int):
     """The preset's `TextClassifierPreprocessor` (its tokenizer, special tokens and packing), cutting or
-    padding every text to `sequence_length` tokens, special tokens included.
+    padding every text to `sequence_length` tokens, special tokens included; for a family keras-hub has no
+    such class for but whose tokenizer has [CLS], [SEP] and padding tokens, BERT's packing of that tokenizer.
 
     Raises:
         PresetUnavailableError: as `load_backbone`.
     """
     import keras_hub
 
-    return _from_preset(keras_hub.models.TextClassifierPreprocessor, preset, sequence_length=sequence_length)
+    try:
+        return _from_preset(keras_hub.models.TextClassifierPreprocessor, preset, sequence_length=sequence_length)
+    except PresetUnavailableError as error:
+        if "Unable to find a subclass of TextClassifierPreprocessor" not in str(error):
+            raise
+        # keras-hub loads some families' backbone and tokenizer but has no classifier preprocessor for them
+        # (ELECTRA in keras-hub 0.32): a WordPiece tokenizer with [CLS] and [SEP] packs as BERT's does.
+        tokenizer = _from_preset(keras_hub.tokenizers.Tokenizer, preset)
+        if not all(getattr(tokenizer, f"{token}_token_id", None) is not None for token in ("cls", "sep", "pad")):
+            raise
+        return keras_hub.models.BertTextClassifierPreprocessor(tokenizer=tokenizer, sequence_length=sequence_length)
