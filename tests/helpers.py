@@ -116,6 +116,28 @@ def write_electra_preset(folder: Path, seed: int = 0):
     return backbone
 
 
+def write_deberta_v3_preset(folder: Path, seed: int = 0):
+    """A keras-hub DeBERTa-v3 preset (a SentencePiece word model trained here on WORDS; no segment ids),
+    hidden size 16; returns its backbone."""
+    import keras
+    import keras_hub
+    import sentencepiece  # keras-hub's own dependency
+
+    proto = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter([" ".join(WORDS[i:i + 5]) for i in range(len(WORDS))] * 5), model_writer=proto,
+        vocab_size=len(WORDS) + 4, model_type="WORD", pad_id=0, bos_id=1, eos_id=2, unk_id=3, pad_piece="[PAD]",
+        bos_piece="[CLS]", eos_piece="[SEP]", unk_piece="[UNK]", user_defined_symbols="[MASK]", minloglevel=2)
+    tokenizer = keras_hub.models.DebertaV3Tokenizer(proto=proto.getvalue())
+    keras.utils.set_random_seed(seed)
+    backbone = keras_hub.models.DebertaV3Backbone(vocabulary_size=tokenizer.vocabulary_size(), num_layers=2,
+                                                  num_heads=2, hidden_dim=16, intermediate_dim=32,
+                                                  max_sequence_length=64, bucket_size=8)
+    backbone.save_to_preset(str(folder))
+    tokenizer.save_to_preset(str(folder))
+    return backbone
+
+
 def write_roberta_preset(folder: Path, seed: int = 0):
     """A keras-hub RoBERTa preset (byte-pair tokenizer, <s> </s> <pad>), hidden size 16; returns its backbone."""
     import keras

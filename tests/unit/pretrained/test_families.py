@@ -1,6 +1,6 @@
 """Encoder families beyond BERT through the same `model.preset` path: DistilBERT (no segment ids), RoBERTa
-(a byte-pair tokenizer, <s> … </s>) and ELECTRA (no classifier preprocessor in keras-hub: packed as BERT is),
-each a tiny keras-hub preset made here. Their sentence embeddings are
+(a byte-pair tokenizer, <s> … </s>), ELECTRA (no classifier preprocessor in keras-hub: packed as BERT is) and
+DeBERTa-v3 (a SentencePiece tokenizer), each a tiny keras-hub preset made here. Their sentence embeddings are
 the NumPy masked mean of the backbone's last layer, and the classifier on them trains."""
 
 import numpy as np
@@ -11,7 +11,8 @@ from kpipe.models.configs import PretrainedClassifierConfig, SentenceEncoderConf
 from kpipe.pretrained import inputs, presets
 from kpipe.pretrained.classifier import build_pretrained_classifier
 from kpipe.pretrained.encoder import build_sentence_encoder
-from tests.helpers import write_distil_bert_preset, write_electra_preset, write_keras_hub_preset, write_roberta_preset
+from tests.helpers import (write_deberta_v3_preset, write_distil_bert_preset, write_electra_preset,
+                           write_keras_hub_preset, write_roberta_preset)
 
 TEXTS = ["good movie", "bad crew delay", "the flight was good good good", ""]
 
@@ -20,6 +21,7 @@ TEXTS = ["good movie", "bad crew delay", "the flight was good good good", ""]
     (write_distil_bert_preset, "DistilBertBackbone", {"token_ids", "padding_mask"}),
     (write_roberta_preset, "RobertaBackbone", {"token_ids", "padding_mask"}),
     (write_electra_preset, "ElectraBackbone", {"token_ids", "segment_ids", "padding_mask"}),
+    (write_deberta_v3_preset, "DebertaV3Backbone", {"token_ids", "padding_mask"}),
 ])
 def test_a_family_embeds_as_numpy_says_and_its_classifier_trains(tmp_path, write, backbone_class, inputs_expected):
     folder = str(tmp_path / "preset")
