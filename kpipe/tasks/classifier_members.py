@@ -97,6 +97,7 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
     ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha) if model_config.weighting == "nb" else None
     fit_seconds = time.perf_counter() - started
     model_config = dataclasses.replace(model_config, vocabulary_size=features.size, num_classes=splits.num_classes)
+
     def dataset(texts, labels, shuffle=False):
         return make_ngram_dataset(texts, labels, features, batch_size=run.batch_of(training), shuffle=shuffle,
                                   seed=training.seed)

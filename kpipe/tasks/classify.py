@@ -228,7 +228,7 @@ def ensemble_weights(members: Sequence[Member], splits: TextSplits, ngram_weight
     validation accuracy, ties to the lower validation log-loss, then to the smaller shares. The sequence
     members share the rest equally.
     """
-    recurrent = next((m for m in members if getattr(m, "role", "") == "recurrent"), None)
+    recurrent = next((m for m in members if m.role == "recurrent"), None)
     probabilities = [m.probabilities(splits.validation.texts, splits.validation.labels) for m in members]
     ngrams = probabilities[0]
     sequences = [p for m, p in zip(members[1:], probabilities[1:]) if m is not recurrent]

@@ -169,8 +169,6 @@ def test_each_member_reads_batches_of_its_own_training_tables_size(tmp_path, mon
     """A member trained with a table of its own (model.ngrams_training, model.recurrent_training, or [training]
     for the sequence member) is fed batches of that table's size, for every family (training itself is
     replaced by building the model: the batches are what is checked)."""
-    import dataclasses
-
     from kpipe.config.pipelines import load_pipeline
     from kpipe.config.training import TrainingConfig
     from kpipe.datasets.text_classification import load_text_classification
@@ -191,7 +189,7 @@ def test_each_member_reads_batches_of_its_own_training_tables_size(tmp_path, mon
         monkeypatch.setattr(run, "train", lambda build, **kwargs: (build(), []))
         for family, size in zip(families, (5, 7, 9)):
             member = train_member(run, family, splits, config.preprocessing, subdir=family.family,
-                                  training=dataclasses.replace(TrainingConfig(), batch_size=size))
+                                  training=TrainingConfig(batch_size=size))
             sizes = [len(labels) for _, labels in member.dataset(splits.train.texts, splits.train.labels)]
             assert max(sizes) == size and sum(sizes) == len(splits.train), (family.family, sizes)
         member = train_member(run, families[1], splits, config.preprocessing, subdir="sequence")  # [training]'s
