@@ -141,7 +141,8 @@ def cmd_tune(args) -> int:
     from kpipe.tuning.study import TuneOptions, prepare, tune_pipeline
 
     options = TuneOptions(trials=args.trials, timeout=args.timeout, space=args.space, storage=args.storage,
-                          sampler=args.sampler, pruner=args.pruner, seed=args.seed, export_best=args.export_best)
+                          sampler=args.sampler, pruner=args.pruner, prune_after=args.prune_after, seed=args.seed,
+                          export_best=args.export_best)
     overrides = _overrides(args)
     prepare(args.pipeline, overrides, options)  # every mistake in the space or options, before TensorFlow loads
     _import_tensorflow_quietly()

@@ -131,6 +131,9 @@ def add_tune(sub, commands) -> None:
     tune.add_argument("--storage", help="a database URL Optuna accepts (default: sqlite in the pipeline's folder)")
     tune.add_argument("--sampler", default="tpe", help="tpe (default), random or grid (grid: choices only)")
     tune.add_argument("--pruner", default="median", help="median (default), successive_halving, hyperband or none")
+    tune.add_argument("--prune-after", type=int, default=1, metavar="EPOCHS",
+                      help="the earliest epoch at which a trial can be stopped (default 1); more spares slow "
+                           "starters such as low learning rates")
     tune.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     tune.add_argument("--export-best", action="store_true", help="publish the best trial's export as the "
                                                                  "pipeline's next version")

@@ -46,6 +46,7 @@ class TuneOptions:
     storage: str | None = None
     sampler: str = "tpe"
     pruner: str = "median"
+    prune_after: int = 1   # the earliest epoch a trial can be stopped at
     seed: int = 0
     export_best: bool = False
 
@@ -54,6 +55,8 @@ class TuneOptions:
             raise ConfigError(f"--trials must be at least 1. Received: {self.trials}")
         if self.timeout is not None and self.timeout <= 0:
             raise ConfigError(f"--timeout must be > 0 seconds. Received: {self.timeout}")
+        if self.prune_after < 1:
+            raise ConfigError(f"--prune-after must be at least 1 epoch. Received: {self.prune_after}")
         for name, value, choices in (("--sampler", self.sampler, SAMPLERS), ("--pruner", self.pruner, PRUNERS)):
             if value not in choices:
                 raise ConfigError(f"{name} must be one of {', '.join(choices)}. Received: {value!r}")
@@ -119,7 +122,7 @@ def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOpt
     # turns; across machines (--storage URL) the loser retries once the winner has made them.
     with filelock.FileLock(str(folder / "study.lock")):
         study = _open_study(optuna, options, folder, study_name(config, dimensions, overrides), direction,
-                            make_sampler(options, dimensions), make_pruner(options.pruner))
+                            make_sampler(options, dimensions), make_pruner(options.pruner, options.prune_after))
     study.set_user_attr("metric", metric)
     _fail_trials_without_heartbeat(optuna, study)
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
@@ -192,16 +195,18 @@ def make_sampler(options: TuneOptions, dimensions: list[Dimension]):
     return optuna.samplers.TPESampler(seed=options.seed, n_startup_trials=5)
 
 
-def make_pruner(name: str):
+def make_pruner(name: str, prune_after: int = 1):
+    """The pruner called `name`; no trial is stopped before epoch `prune_after` (steps are 1-based epochs), which
+    spares slow starters (a low learning rate, a wide layer) that one epoch judges too early."""
     import optuna
 
     if name == "median":  # stop a trial whose epoch-k figure is worse than the median of the others at epoch k
-        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
-    if name == "successive_halving":  # asynchronous successive halving: past epochs 1, 3, 9, ... only the best
-        # third of the trials that reached that epoch go on (more aggressive than the median)
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=prune_after)
+    if name == "successive_halving":  # asynchronous successive halving: past epochs n, 3n, 9n, ... only the
+        # best third of the trials that reached that epoch go on (more aggressive than the median)
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=prune_after, reduction_factor=3)
     if name == "hyperband":
-        return optuna.pruners.HyperbandPruner()
+        return optuna.pruners.HyperbandPruner(min_resource=prune_after)
     return optuna.pruners.NopPruner()
 
 

@@ -146,6 +146,7 @@ def test_a_hopeless_trial_is_pruned_after_its_first_epoch_but_never_after_its_la
     ('"training.learning_rate" = {low = 0.01, high = 0.1}\n', ["--sampler", "grid"], "--sampler grid needs choices"),
     ('"model.ngrams" = [1, 2]\n', ["--trials", "0"], "--trials must be at least 1"),
     ('"model.ngrams" = [1, 2]\n', ["--pruner", "medain"], "--pruner must be one of median, successive_halving, hyperband, none"),
+    ('"model.ngrams" = [1, 2]\n', ["--prune-after", "0"], "--prune-after must be at least 1 epoch"),
 ])
 def test_mistakes_are_one_line_exit_2_and_nothing_written(space_text, args, message, tmp_path, monkeypatch, capsys):
     (tmp_path / "space.toml").write_text(space_text)

@@ -9,9 +9,9 @@ from kpipe.tuning.study import PRUNERS, make_pruner
 GOOD, SLOW_STARTER, HOPELESS = [0.70, 0.80, 0.85, 0.86], [0.40, 0.60, 0.88, 0.90], [0.10, 0.12, 0.13, 0.14]
 
 
-def pruned_at(pruner: str, curves: list[list[float]]) -> list[int | None]:
+def pruned_at(pruner: str, curves: list[list[float]], prune_after: int = 1) -> list[int | None]:
     """The epoch (1-based) at which each trial, reporting `curve` epoch by epoch, is stopped; None: it finished."""
-    study = optuna.create_study(direction="maximize", pruner=make_pruner(pruner))
+    study = optuna.create_study(direction="maximize", pruner=make_pruner(pruner, prune_after))
     stopped = []
     for curve in curves:
         trial = study.ask()
@@ -30,6 +30,18 @@ def pruned_at(pruner: str, curves: list[list[float]]) -> list[int | None]:
 @pytest.mark.parametrize("pruner", ["median", "successive_halving"])
 def test_a_hopeless_trial_is_stopped_after_its_first_epoch(pruner):
     assert pruned_at(pruner, [GOOD, GOOD, HOPELESS]) == [None, None, 1]
+
+
+@pytest.mark.parametrize("pruner", ["median", "successive_halving", "hyperband"])
+def test_prune_after_spares_every_trial_until_that_epoch(pruner):
+    """`--prune-after 3`: the hopeless trial runs its first two epochs and is stopped at the third (the median
+    and successive halving), or at the latest epoch Hyperband's brackets judge it; never before epoch 3."""
+    early = pruned_at(pruner, [GOOD, GOOD, HOPELESS, HOPELESS])
+    late = pruned_at(pruner, [GOOD, GOOD, HOPELESS, HOPELESS], prune_after=3)
+    assert min(e for e in early if e) < 3
+    assert all(e is None or e >= 3 for e in late) and any(late)
+    if pruner != "hyperband":
+        assert late == [None, None, 3, 3]
 
 
 def test_successive_halving_keeps_only_the_best_third_where_the_median_keeps_the_upper_half():
