@@ -1,7 +1,8 @@
 """`kpipe compare`: runs side by side: headline metrics, training time, the config keys that differ,
 and their validation curves overlaid in one PNG.
 
-A run is an export version folder; a pipeline name or a folder of versions means all its versions.
+A run is an export version folder; a pipeline name or a folder of versions means all its versions; a
+`kpipe tune` study's folder means every trial that exported a model.
 """
 
 from __future__ import annotations
@@ -59,7 +60,15 @@ def read_run(folder: Path) -> RunRecord:
 
 def read_runs(items: Sequence[str], export_dir: str | Path = "saved_models") -> list[RunRecord]:
     """The runs behind `items`; raises KpipeError for fewer than two, or runs of different tasks."""
-    runs = [read_run(folder) for item in items for folder in versions.resolve_versions(item, export_dir)]
+    from kpipe.tuning.study import trial_exports
+
+    runs = []
+    for item in items:
+        trials = trial_exports(item)
+        runs += ([dataclasses.replace(read_run(folder), label=f"trial {number}") for number, folder in trials]
+                 or [read_run(folder) for folder in versions.resolve_versions(item, export_dir)])
+    if len({run.label for run in runs}) < len(runs):  # the same pipeline/version from several folders
+        runs = [dataclasses.replace(run, label=str(run.path)) for run in runs]
     if len(runs) < 2:
         raise KpipeError(f"compare needs at least two runs; {', '.join(items)} gave {len(runs)} "
                          "(name two export folders, or a pipeline with several versions)")
@@ -71,8 +80,9 @@ def read_runs(items: Sequence[str], export_dir: str | Path = "saved_models") -> 
 
 
 def differing_keys(runs: Sequence[RunRecord]) -> list[str]:
-    """Config keys whose values are not the same in every run (a key missing in one run differs)."""
-    keys = sorted(set().union(*(run.config for run in runs)))
+    """Config keys whose values are not the same in every run (a key missing in one run differs); not where the
+    runs were exported (`export.dir`), which is no setting of the model."""
+    keys = sorted(set().union(*(run.config for run in runs)) - {"export.dir"})
     return [k for k in keys if len({json.dumps(run.config.get(k), sort_keys=True) for run in runs}) > 1]
 
 

@@ -317,7 +317,8 @@ def add_compare(sub, commands) -> None:
                              help="compare runs: headline metrics, training time, differing config "
                                              "keys, and their validation curves in one PNG",
                              epilog="examples:\n  kpipe compare sentiment-bilstm            # all its versions\n"
-                                    "  kpipe compare sentiment-bilstm/1 sentiment-glove --out curves.png",
+                                    "  kpipe compare sentiment-bilstm/1 sentiment-glove --out curves.png\n"
+                                    "  kpipe compare saved_models/sentiment-bilstm/tune   # a study's trials",
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     compare.add_argument("runs", nargs="+", metavar="RUN",
                          help="an export folder, or a pipeline name / folder of versions (all its versions)")

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 SAMPLERS = ("tpe", "random", "grid")
 PRUNERS = ("median", "successive_halving", "hyperband", "none")
 HEARTBEAT_SECONDS, GRACE_SECONDS = 2, 6  # a trial whose process has been silent this long died: marked failed
+TRIALS = "trials"  # <study folder>/trials/<number>/<pipeline>/<version>: each trial's export
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +130,7 @@ def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOpt
     log.info("Study %s in %s: %d of %d trials finished so far; scored on %s", study.study_name,
              options.storage or folder / "study.db", len(study.get_trials(states=finished)), options.trials, metric)
     if len(study.get_trials(states=finished)) < options.trials:
-        study.optimize(make_objective(pipeline, overrides, dimensions, metric, folder / "trials"),
+        study.optimize(make_objective(pipeline, overrides, dimensions, metric, folder / TRIALS),
                        timeout=options.timeout, catch=(Exception,),  # recorded with its reason; the study goes on
                        callbacks=[optuna.study.MaxTrialsCallback(options.trials, states=finished)],
                        show_progress_bar=sys.stderr.isatty())
@@ -182,6 +183,15 @@ def _open_study(optuna, options: TuneOptions, folder: Path, name: str, direction
             if attempt == attempts - 1 or "alembic_version" not in str(error) and "already exists" not in str(error):
                 raise
             time.sleep(1 + attempt)
+
+
+def trial_exports(folder: str | Path) -> list[tuple[int, Path]]:
+    """(trial number, export folder) of every trial of the study in `folder` that exported a model, by number;
+    empty when `folder` is not a study's folder. Pruned and failed trials export nothing."""
+    trials = Path(folder) / TRIALS
+    numbered = sorted((int(t.name), t) for t in trials.iterdir() if t.name.isdigit()) if trials.is_dir() else []
+    return [(number, export.parent) for number, trial in numbered
+            for export in sorted(trial.glob("*/*/saved_model.pb"))]
 
 
 def make_sampler(options: TuneOptions, dimensions: list[Dimension]):

@@ -1,6 +1,7 @@
 """`kpipe compare` on two real tiny runs: the differing config key, both runs' metrics, the curves PNG."""
 
 import json
+import shutil
 
 import pytest
 
@@ -55,3 +56,11 @@ def test_runs_of_different_tasks_or_a_single_run_are_one_line_exit_2(two_runs, t
         assert len(run.stderr.strip().splitlines()) == 1
     runs = read_runs([str(export), str(export.parent / "2")])
     assert differing_keys(runs) == ["training.learning_rate"]
+
+
+def test_runs_with_the_same_name_from_different_folders_are_told_apart_by_their_paths(two_runs, tmp_path):
+    copy = tmp_path / "elsewhere" / "sentiment-bigrams" / "1"
+    shutil.copytree(two_runs / "saved_models" / "sentiment-bigrams" / "2", copy)
+    runs = read_runs([str(two_runs / "saved_models" / "sentiment-bigrams" / "1"), str(copy)])
+    assert [run.label for run in runs] == [str(two_runs / "saved_models" / "sentiment-bigrams" / "1"), str(copy)]
+    assert read_runs(["sentiment-bigrams"], two_runs / "saved_models")[0].label == "sentiment-bigrams/1"

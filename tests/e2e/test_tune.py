@@ -53,6 +53,11 @@ def test_a_study_writes_its_table_best_config_and_plots_and_the_best_config_repr
     assert "Best: val_accuracy" in stdout
     for plot in ("optimization_history.png", "param_importances.png"):
         assert (folder / plot).read_bytes()[:4] == b"\x89PNG"
+    # `kpipe compare` over the study's folder: one row per trial, named by its number, with what the trials varied
+    assert main(["compare", str(folder), "--out", "trials.png"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert [row.split()[:2] for row in rows[1:4]] == [["trial", "0"], ["trial", "1"], ["trial", "2"]]
+    assert "training.learning_rate" in rows[0] and "export.dir" not in rows[0]
     best = table.loc[table["value"].idxmax()]
     assert main(["run", str(folder / "best.toml"), "--set", f'export.dir="{space / "again"}"']) == 0
     history = json.loads((space / "again" / "sentiment-bigrams" / "1" / "metrics.json").read_text())["history"]
