@@ -462,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"kpipe: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `kpipe list | head -1`: the reader has gone; the rest of the output is not wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush does not fail
+        return 141  # what a shell reports for a process ended by SIGPIPE
     except OSError as error:
         if error.errno != errno.ENOSPC or args.debug:
             raise

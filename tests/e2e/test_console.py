@@ -75,3 +75,14 @@ def test_info_names_what_is_missing(monkeypatch, capsys):
     assert re.search(r"sentiment-transformer\s+classify\s+embedded:tweets-sentiment\s+needs tensorflow_text", text)
     assert main(["list"]) == 0  # configs stay valid without it
     assert "sentiment-transformer" in capsys.readouterr().out
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    """`kpipe list | head -1`: when the reader has gone, kpipe stops without a BrokenPipeError traceback."""
+    import subprocess
+
+    process = subprocess.Popen([sys.executable, "-m", "kpipe", "list"], cwd=tmp_path, env=new_user_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # before the child has printed anything (it is still importing)
+    stderr = process.stderr.read().decode()
+    assert process.wait() == 141 and stderr == "", stderr
