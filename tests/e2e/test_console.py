@@ -78,11 +78,14 @@ def test_info_names_what_is_missing(monkeypatch, capsys):
 
 
 def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
-    """`kpipe list | head -1`: when the reader has gone, kpipe stops without a BrokenPipeError traceback."""
+    """`kpipe list | head -1`: when the reader has gone, kpipe stops without a BrokenPipeError traceback or
+    "Exception ignored" message, whether its output is buffered (a pipe's default) or not."""
     import subprocess
 
-    process = subprocess.Popen([sys.executable, "-m", "kpipe", "list"], cwd=tmp_path, env=new_user_env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    process.stdout.close()  # before the child has printed anything (it is still importing)
-    stderr = process.stderr.read().decode()
-    assert process.wait() == 141 and stderr == "", stderr
+    for unbuffered in ({}, {"PYTHONUNBUFFERED": "1"}):
+        env = {k: v for k, v in new_user_env().items() if k != "PYTHONUNBUFFERED"} | unbuffered
+        process = subprocess.Popen([sys.executable, "-m", "kpipe", "list"], cwd=tmp_path, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process.stdout.close()  # before the child has printed anything (it is still importing)
+        stderr = process.stderr.read().decode()
+        assert process.wait() == 141 and stderr == "", (unbuffered, stderr)
