@@ -142,7 +142,7 @@ def cmd_tune(args) -> int:
 
     options = TuneOptions(trials=args.trials, timeout=args.timeout, space=args.space, storage=args.storage,
                           sampler=args.sampler, pruner=args.pruner, prune_after=args.prune_after, seed=args.seed,
-                          export_best=args.export_best)
+                          include_defaults=args.include_defaults, export_best=args.export_best)
     overrides = _overrides(args)
     prepare(args.pipeline, overrides, options)  # every mistake in the space or options, before TensorFlow loads
     _import_tensorflow_quietly()

@@ -120,6 +120,7 @@ def add_tune(sub, commands) -> None:
         epilog="""examples:
   kpipe tune sentiment-bilstm --trials 20
   kpipe tune sentiment-bilstm --trials 20 --timeout 3600 --pruner hyperband
+  kpipe tune names-char --trials 12 --include-defaults --prune-after 3
   kpipe tune sentiment-bilstm --space my-space.toml --sampler random --trials 30
   kpipe tune sentiment-bilstm --storage postgresql://user@db/kpipe --trials 100   # on every machine
   kpipe run saved_models/sentiment-bilstm/tune/best.toml
@@ -135,6 +136,9 @@ def add_tune(sub, commands) -> None:
                       help="the earliest epoch at which a trial can be stopped (default 1); more spares slow "
                            "starters such as low learning rates")
     tune.add_argument("--seed", type=int, default=0, help="the sampler's seed")
+    tune.add_argument("--include-defaults", action="store_true",
+                      help="make the first trial the pipeline's own values (they must lie in the space), so the "
+                           "table shows whether the search beat them")
     tune.add_argument("--export-best", action="store_true", help="publish the best trial's export as the "
                                                                  "pipeline's next version")
     tune.set_defaults(func=commands.cmd_tune)

@@ -30,8 +30,13 @@ def trials_table(study, dimensions: list[Dimension]):
             value = dimension.value_of(stored) if stored is not None else None
             row[dimension.path] = list(value) if isinstance(value, tuple) else value
         row["error"] = trial.user_attrs.get("error", "")
+        if trial.user_attrs.get("defaults"):
+            row["defaults"] = "yes"  # the pipeline's own values (--include-defaults)
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if "defaults" in table:
+        table["defaults"] = table["defaults"].fillna("")
+    return table
 
 
 def write_report(study, pipeline: str, overrides: list[str], dimensions: list[Dimension], metric: str,

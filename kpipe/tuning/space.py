@@ -98,6 +98,32 @@ def _hashable(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def default_params(config, dimensions: list[Dimension]) -> dict[str, Any]:
+    """The Optuna parameters of a trial that runs `config`'s own values (`kpipe tune --include-defaults`).
+
+    Raises:
+        ConfigError: a value of the config outside the space (not among the choices, or outside the range).
+    """
+    params = {}
+    for dimension in dimensions:
+        value = config
+        for part in dimension.path.split("."):
+            value = getattr(value, part)
+        value = _hashable(value)
+        where = f"--include-defaults: the pipeline's {dimension.override(value)} is"
+        if dimension.choices:
+            if value not in dimension.choices:
+                raise ConfigError(f"{where} not among the search space's choices for {dimension.path}; add it to "
+                                  "them or leave out --include-defaults")
+            params[dimension.path] = dimension.choices.index(value)
+        elif not dimension.low <= value <= dimension.high:
+            raise ConfigError(f"{where} outside the search space's range [{dimension.low}, {dimension.high}]; "
+                              "widen the range or leave out --include-defaults")
+        else:
+            params[dimension.path] = value
+    return params
+
+
 def load_space(pipeline: str, space_file: str | None) -> list[Dimension]:
     """The search space of `pipeline`: its [tune] table, or the [tune] table (or top level) of `space_file`."""
     if space_file:

@@ -26,7 +26,7 @@ import filelock
 
 from kpipe.config.pipelines import load_pipeline
 from kpipe.errors import ConfigError
-from kpipe.tuning.space import Dimension, check_space, load_space
+from kpipe.tuning.space import Dimension, check_space, default_params, load_space
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,7 @@ class TuneOptions:
     sampler: str = "tpe"
     pruner: str = "median"
     prune_after: int = 1   # the earliest epoch a trial can be stopped at
+    include_defaults: bool = False   # a first trial with the pipeline's own values, to compare the others with
     seed: int = 0
     export_best: bool = False
 
@@ -92,6 +93,8 @@ def prepare(pipeline: str, overrides: Iterable[str], options: TuneOptions):
     check_space(pipeline, overrides, dimensions)
     if options.sampler == "grid" and any(not d.choices for d in dimensions):
         raise ConfigError("--sampler grid needs choices, not ranges, for every key of the search space")
+    if options.include_defaults:
+        default_params(config, dimensions)  # the pipeline's own values lie in the space
     folder = Path(config.export.dir) / config.name / "tune"
     return config, metric, dimensions, folder
 
@@ -124,6 +127,9 @@ def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOpt
     with filelock.FileLock(str(folder / "study.lock")):
         study = _open_study(optuna, options, folder, study_name(config, dimensions, overrides), direction,
                             make_sampler(options, dimensions), make_pruner(options.pruner, options.prune_after))
+        if options.include_defaults:  # once per study, whichever process comes first
+            study.enqueue_trial(default_params(config, dimensions), user_attrs={"defaults": True},
+                                skip_if_exists=True)
     study.set_user_attr("metric", metric)
     _fail_trials_without_heartbeat(optuna, study)
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)

@@ -41,14 +41,19 @@ def space(tmp_path):
 
 def test_a_study_writes_its_table_best_config_and_plots_and_the_best_config_reproduces(space, monkeypatch, capsys):
     monkeypatch.chdir(space)  # in-process: the tests below run the real command
-    assert main(["tune", "sentiment-bigrams", "--space", "space.toml", *TINY, "--trials", "3", "--pruner", "none"]) == 0
+    # --include-defaults: trial 0 runs the study's own config (the pipeline with these --set values)
+    assert main(["tune", "sentiment-bigrams", "--space", "space.toml", *TINY, "--set", "training.learning_rate=0.02",
+                 "--trials", "3", "--pruner", "none", "--include-defaults"]) == 0
     stdout = capsys.readouterr().out
     folder = space / "saved_models" / "sentiment-bigrams" / "tune"
     import pandas as pd
 
-    table = pd.read_csv(folder / "trials.csv")
+    table = pd.read_csv(folder / "trials.csv", keep_default_na=False)
     assert list(table["state"]) == ["complete"] * 3 and set(table.columns) >= {
         "trial", "value", "epochs", "seconds", "other_seconds", "training.learning_rate", "model.ngrams"}
+    assert list(table["defaults"]) == ["yes", "", ""]
+    assert table.loc[0, "training.learning_rate"] == 0.02 and table.loc[0, "model.ngrams"] == 2  # the defaults
+    assert table.loc[1, "training.learning_rate"] != 0.02
     assert (table["seconds"] > 0).all() and (table["other_seconds"] > -0.5).all()  # the rest of each trial's time
     assert "Best: val_accuracy" in stdout
     for plot in ("optimization_history.png", "param_importances.png"):
@@ -152,6 +157,10 @@ def test_a_hopeless_trial_is_pruned_after_its_first_epoch_but_never_after_its_la
     ('"model.ngrams" = [1, 2]\n', ["--trials", "0"], "--trials must be at least 1"),
     ('"model.ngrams" = [1, 2]\n', ["--pruner", "medain"], "--pruner must be one of median, successive_halving, hyperband, none"),
     ('"model.ngrams" = [1, 2]\n', ["--prune-after", "0"], "--prune-after must be at least 1 epoch"),
+    ('"model.ngrams" = [1]\n', ["--include-defaults"],
+     "--include-defaults: the pipeline's model.ngrams=2 is not among the search space's choices for model.ngrams"),
+    ('"training.learning_rate" = {low = 0.01, high = 0.1}\n', ["--include-defaults"],
+     "--include-defaults: the pipeline's training.learning_rate=0.001 is outside the search space's range [0.01, 0.1]"),
 ])
 def test_mistakes_are_one_line_exit_2_and_nothing_written(space_text, args, message, tmp_path, monkeypatch, capsys):
     (tmp_path / "space.toml").write_text(space_text)
