@@ -248,7 +248,8 @@ def make_objective(pipeline: str, overrides: list[str], dimensions: list[Dimensi
                 return
             self.trial.report(float(value), step=self.epochs)
             last = epoch + 1 >= self.params.get("epochs", float("inf"))  # stopping now would save nothing
-            if not last and self.trial.should_prune():
+            reference = self.trial.user_attrs.get("defaults")  # the figure the search is there to beat: kept whole
+            if not last and not reference and self.trial.should_prune():
                 raise optuna.TrialPruned(f"{metric} {float(value):.4g} after epoch {self.epochs}")
 
     def objective(trial) -> float:

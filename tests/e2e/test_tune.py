@@ -127,7 +127,8 @@ def test_a_trial_left_running_without_a_heartbeat_is_failed_when_the_study_resum
 def test_a_hopeless_trial_is_pruned_after_its_first_epoch_but_never_after_its_last(tmp_path, monkeypatch):
     """Two good trials, then one whose learning rate (100) wrecks the naive-Bayes start the n-gram model has:
     the pruner stops it at epoch 1. The same trial given one epoch completes: stopping it after its last epoch
-    would save nothing. (Through the median pruner; the other pruners on hand-made figures:
+    would save nothing, and so would stopping the trial of the pipeline's own values (--include-defaults), whatever
+    its figures: it is the reference. (Through the median pruner; the other pruners on hand-made figures:
     tests/unit/tuning/test_pruners.py.)"""
     import optuna
 
@@ -140,10 +141,11 @@ def test_a_hopeless_trial_is_pruned_after_its_first_epoch_but_never_after_its_la
     study = optuna.create_study(direction="maximize", pruner=make_pruner("median"))
     for lr, epochs in ((0, 0), (0, 0), (1, 0), (1, 1)):
         study.enqueue_trial({"training.learning_rate": lr, "training.epochs": epochs})
+    study.enqueue_trial({"training.learning_rate": 1, "training.epochs": 0}, user_attrs={"defaults": True})
     study.optimize(make_objective("sentiment-bigrams", overrides, dimensions, "val_accuracy", tmp_path / "t"),
-                   n_trials=4)
-    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "PRUNED", "COMPLETE"]
-    assert [t.user_attrs["epochs"] for t in study.trials] == [3, 3, 1, 1]
+                   n_trials=5)
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "PRUNED", "COMPLETE", "COMPLETE"]
+    assert [t.user_attrs["epochs"] for t in study.trials] == [3, 3, 1, 1, 3]
     assert study.trials[3].value < study.trials[0].value  # hopeless indeed, and kept
 
 
