@@ -116,7 +116,7 @@ def add_tune(sub, commands) -> None:
                     "scored on the validation split; the study lives in a database (a SQLite file in the\n"
                     "pipeline's folder, or --storage URL), so a killed search resumes and several processes\n"
                     "or machines can work on one study at once. Writes trials.csv, best.toml (run it with\n"
-                    "`kpipe run`) and optimisation-history and parameter-importance plots.",
+                    "`kpipe run`) and optimisation-history, parameter-importance and per-epoch plots.",
         epilog="""examples:
   kpipe tune sentiment-bilstm --trials 20
   kpipe tune sentiment-bilstm --trials 20 --timeout 3600 --pruner hyperband

@@ -61,15 +61,28 @@ def write_report(study, pipeline: str, overrides: list[str], dimensions: list[Di
 
 
 def plot(study, folder: Path, metric: str) -> None:
-    """optimization_history.png and param_importances.png (Optuna's matplotlib plots)."""
+    """optimization_history.png, param_importances.png and epoch_curves.png (every trial's validation figure
+    epoch by epoch, the pruned ones too: where the pruner stopped them), Optuna's matplotlib plots."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     import optuna.visualization.matplotlib as optuna_plots
 
+    def epoch_curves(study, target_name):
+        axes = optuna_plots.plot_intermediate_values(study)
+        axes.set_xlabel("epoch")
+        axes.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        axes.set_ylabel(target_name)
+        axes.set_title(f"{target_name} after each epoch, every trial")
+        if axes.get_legend() is not None:  # one entry per trial: unreadable past a few
+            axes.get_legend().remove()
+        return axes
+
     for name, draw in (("optimization_history", optuna_plots.plot_optimization_history),
-                       ("param_importances", optuna_plots.plot_param_importances)):
+                       ("param_importances", optuna_plots.plot_param_importances),
+                       ("epoch_curves", epoch_curves)):
         try:
             axes = draw(study, target_name=metric)
         except (ValueError, RuntimeError, ZeroDivisionError) as error:  # e.g. importances of fewer than 2 trials

@@ -56,7 +56,7 @@ def test_a_study_writes_its_table_best_config_and_plots_and_the_best_config_repr
     assert table.loc[1, "training.learning_rate"] != 0.02
     assert (table["seconds"] > 0).all() and (table["other_seconds"] > -0.5).all()  # the rest of each trial's time
     assert "Best: val_accuracy" in stdout
-    for plot in ("optimization_history.png", "param_importances.png"):
+    for plot in ("optimization_history.png", "param_importances.png", "epoch_curves.png"):
         assert (folder / plot).read_bytes()[:4] == b"\x89PNG"
     # `kpipe compare` over the study's folder: one row per trial, named by its number, with what the trials varied
     assert main(["compare", str(folder), "--out", "trials.png"]) == 0
