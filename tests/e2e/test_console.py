@@ -1,7 +1,8 @@
-"""What a new user sees: no TensorFlow C++ log lines on a normal run, and `kpipe info`."""
+"""What a new user sees: no TensorFlow C++ log lines on a normal run, `kpipe info`, and quiet output into a closed pipe."""
 
 import json
 import re
+import subprocess
 import sys
 
 import pytest
@@ -80,8 +81,6 @@ def test_info_names_what_is_missing(monkeypatch, capsys):
 def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
     """`kpipe list | head -1`: when the reader has gone, kpipe stops without a BrokenPipeError traceback or
     "Exception ignored" message, whether its output is buffered (a pipe's default) or not."""
-    import subprocess
-
     for unbuffered in ({}, {"PYTHONUNBUFFERED": "1"}):
         env = {k: v for k, v in new_user_env().items() if k != "PYTHONUNBUFFERED"} | unbuffered
         process = subprocess.Popen([sys.executable, "-m", "kpipe", "list"], cwd=tmp_path, env=env,
