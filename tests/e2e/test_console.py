@@ -1,4 +1,5 @@
-"""What a new user sees: no TensorFlow C++ log lines on a normal run, `kpipe info`, and quiet output into a closed pipe."""
+"""What a new user sees: no TensorFlow C++ log lines on a normal run, `kpipe info`, and quiet output into a
+closed pipe."""
 
 import json
 import re
