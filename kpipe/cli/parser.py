@@ -325,7 +325,8 @@ def add_compare(sub, commands) -> None:
                                     "  kpipe compare saved_models/sentiment-bilstm/tune   # a study's trials",
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     compare.add_argument("runs", nargs="+", metavar="RUN",
-                         help="an export folder, or a pipeline name / folder of versions (all its versions)")
+                         help="an export folder, a pipeline name / folder of versions (all its versions), or a "
+                              "kpipe tune study's folder (its trials)")
     compare.add_argument("--out", default="compare.png", help="the PNG of validation curves (default compare.png)")
     compare.set_defaults(func=commands.cmd_compare)
 
