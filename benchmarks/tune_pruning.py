@@ -2,6 +2,9 @@
 pruner and without any, each a fresh `kpipe tune` process in a folder of its own, run one after the other
 (order alternating over `--repeats`).
 
+`--pruners median median:2 none` adds a study whose median pruner stops no trial before epoch 2
+(`kpipe tune --prune-after 2`).
+
 Printed per study: the epochs all its trials trained, wall seconds, trials pruned, the best validation
 figure and its standard error (binomial, on the validation split's size: sqrt(p(1-p)/n)). The target is
 at least 40 % of the epochs saved at the same best figure, within one standard error.
@@ -25,12 +28,15 @@ from kpipe.tuning.study import PRUNERS
 
 
 def run_study(pipeline: str, trials: int, pruner: str, seed: int, overrides: list[str], folder: Path) -> dict:
+    """One study; `pruner` is a --pruner name, optionally with the epoch it may start at: "median:2"."""
     import pandas as pd
 
     folder.mkdir(parents=True)
     started = time.perf_counter()
-    command = [sys.executable, "-m", "kpipe", "tune", pipeline, "--trials", str(trials), "--pruner", pruner,
-               "--seed", str(seed), *[a for o in overrides for a in ("--set", o)]]
+    name, _, prune_after = pruner.partition(":")
+    command = [sys.executable, "-m", "kpipe", "tune", pipeline, "--trials", str(trials), "--pruner", name,
+               "--prune-after", prune_after or "1", "--seed", str(seed),
+               *[a for o in overrides for a in ("--set", o)]]
     run = subprocess.run(command, cwd=folder, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if run.returncode != 0:
@@ -63,10 +69,16 @@ def study_parser(description: str, trials: int) -> argparse.ArgumentParser:
 
 def main() -> None:
     parser = study_parser(__doc__, trials=16)
-    parser.add_argument("--pruners", nargs="+", default=["median", "none"], choices=PRUNERS,
-                        help="the studies to run (the comparison needs 'none' and at least one other)")
+    parser.add_argument("--pruners", nargs="+", default=["median", "none"], metavar="PRUNER[:EPOCH]",
+                        help=f"the studies to run, each one of {', '.join(PRUNERS)}, optionally with the earliest "
+                             "epoch it may stop a trial at (--prune-after), e.g. median:2; the comparison needs "
+                             "'none' and at least one other")
     parser.add_argument("--keep", type=Path, help="keep the studies (SQLite, trials) in this folder")
     args = parser.parse_args()
+    for pruner in args.pruners:
+        name, _, epoch = pruner.partition(":")
+        if name not in PRUNERS or not (epoch == "" or epoch.isdigit() and int(epoch) >= 1):
+            parser.error(f"--pruners: {pruner!r} is not one of {', '.join(PRUNERS)}, optionally :EPOCH (>= 1)")
 
     results = []
     with (contextlib.nullcontext(str(args.keep)) if args.keep else
@@ -83,10 +95,10 @@ def main() -> None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))
     print(f"\n{args.pipeline}, {args.trials} trials, TPE seed {args.seed}, overrides: {' '.join(args.set) or '-'}")
-    print(f"{'pruner':8s} {'epochs':>7s} {'pruned':>7s} {'seconds':>8s} {'best val':>9s} {'± s.e.':>7s} "
+    print(f"{'pruner':10s} {'epochs':>7s} {'pruned':>7s} {'seconds':>8s} {'best val':>9s} {'± s.e.':>7s} "
           f"{'its test':>9s}")
     for r in results:
-        print(f"{r['pruner']:8s} {r['epochs']:7d} {r['pruned']:7d} {r['seconds']:8.0f} {r['best']:9.4f} "
+        print(f"{r['pruner']:10s} {r['epochs']:7d} {r['pruned']:7d} {r['seconds']:8.0f} {r['best']:9.4f} "
               f"{r['standard_error']:7.4f} {r['best_test_accuracy'] or float('nan'):9.4f}")
     full = [r for r in results if r["pruner"] == "none"]
     error = max(r["standard_error"] for r in results)
