@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kpipe.tuning.study import PRUNERS
+from kpipe.errors import ConfigError
+from kpipe.tuning.study import PRUNERS, TuneOptions
 
 
 def run_study(pipeline: str, trials: int, pruner: str, seed: int, overrides: list[str], folder: Path) -> dict:
@@ -75,10 +76,12 @@ def main() -> None:
                              "'none' and at least one other")
     parser.add_argument("--keep", type=Path, help="keep the studies (SQLite, trials) in this folder")
     args = parser.parse_args()
-    for pruner in args.pruners:
+    for pruner in args.pruners:  # checked as `kpipe tune` checks --pruner and --prune-after
         name, _, epoch = pruner.partition(":")
-        if name not in PRUNERS or not (epoch == "" or epoch.isdigit() and int(epoch) >= 1):
-            parser.error(f"--pruners: {pruner!r} is not one of {', '.join(PRUNERS)}, optionally :EPOCH (>= 1)")
+        try:
+            TuneOptions(pruner=name, prune_after=int(epoch or 1))
+        except (ConfigError, ValueError) as error:
+            parser.error(f"--pruners {pruner}: {error}")
 
     results = []
     with (contextlib.nullcontext(str(args.keep)) if args.keep else

@@ -151,7 +151,7 @@ def cmd_tune(args) -> int:
     best = (f"Best: {result.metric} {result.best_value:.4g} with {' '.join(result.best_overrides)}"
             if result.best_overrides else "No trial finished")
     print(f"{best}\nTrials: {result.folder / 'trials.csv'}; best config: {result.folder / 'best.toml'} "
-          f"(kpipe run {result.folder / 'best.toml'}); plots: optimization_history.png, param_importances.png, epoch_curves.png; "
+          f"(kpipe run {result.folder / 'best.toml'}); plots: {', '.join(result.plots) or 'none'}; "
           f"the trials' runs side by side: kpipe compare {result.folder}"
           + (f"\nExported the best trial to {result.exported}" if result.exported else ""))
     return 0

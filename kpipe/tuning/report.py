@@ -56,13 +56,14 @@ def write_report(study, pipeline: str, overrides: list[str], dimensions: list[Di
             f"# overrides: {' '.join(best_overrides)}\n{config.to_toml()}", encoding="utf-8")
         if export_best:
             exported = export_trial(Path(best.user_attrs["export"]), Path(config.export.dir) / config.name)
-    plot(study, folder, metric)
-    return TuneResult(folder, table, best_overrides, best_value, metric, exported)
+    plots = plot(study, folder, metric)
+    return TuneResult(folder, table, best_overrides, best_value, metric, exported, plots)
 
 
-def plot(study, folder: Path, metric: str) -> None:
+def plot(study, folder: Path, metric: str) -> list[str]:
     """optimization_history.png, param_importances.png and epoch_curves.png (every trial's validation figure
-    epoch by epoch, the pruned ones too: where the pruner stopped them), Optuna's matplotlib plots."""
+    epoch by epoch, the pruned ones too: where the pruner stopped them), Optuna's matplotlib plots; returns the
+    names of those it could draw."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -80,6 +81,7 @@ def plot(study, folder: Path, metric: str) -> None:
             axes.get_legend().remove()
         return axes
 
+    written = []
     for name, draw in (("optimization_history", optuna_plots.plot_optimization_history),
                        ("param_importances", optuna_plots.plot_param_importances),
                        ("epoch_curves", epoch_curves)):
@@ -93,3 +95,5 @@ def plot(study, folder: Path, metric: str) -> None:
         figure.tight_layout()
         figure.savefig(folder / f"{name}.png", dpi=110)
         plt.close(figure)
+        written.append(f"{name}.png")
+    return written

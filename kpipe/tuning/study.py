@@ -72,6 +72,7 @@ class TuneResult:
     best_value: float | None
     metric: str
     exported: Path | None
+    plots: list[str]        # the PNG files written into `folder`
 
 
 def tuning_metric(config) -> str:

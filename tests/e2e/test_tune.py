@@ -58,6 +58,7 @@ def test_a_study_writes_its_table_best_config_and_plots_and_the_best_config_repr
     assert "Best: val_accuracy" in stdout
     for plot in ("optimization_history.png", "param_importances.png", "epoch_curves.png"):
         assert (folder / plot).read_bytes()[:4] == b"\x89PNG"
+    assert "plots: optimization_history.png, param_importances.png, epoch_curves.png;" in stdout  # those written
     # `kpipe compare` over the study's folder: one row per trial, named by its number, with what the trials varied
     assert main(["compare", str(folder), "--out", "trials.png"]) == 0
     rows = capsys.readouterr().out.splitlines()
