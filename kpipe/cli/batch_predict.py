@@ -88,10 +88,17 @@ def write_table(frame: pd.DataFrame, output: Path) -> None:
                 if len(flat) and isinstance(flat[name].iloc[0], list):
                     flat[name] = [" ".join(f"{v:.6g}" for v in row) for row in flat[name]]
             flat.to_csv(tmp, sep="\t" if kind == ".tsv" else ",", index=False)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates it private (0600); the output is an ordinary file
         os.replace(tmp, output)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool) -> pd.DataFrame:

@@ -133,16 +133,26 @@ def cmd_run(args) -> int:
         # workers cannot tell yet which of them is the chief, the one that locks)
         RunLock.of(config).check_free()
     _import_tensorflow_quietly()
-    print(run_pipeline(config).summary)
+    from kpipe.training.run_identity import AlreadyPublishedError
+
+    try:
+        print(run_pipeline(config).summary)
+    except AlreadyPublishedError as published:  # killed while it cleaned up: its export is complete
+        print(f"The interrupted run of this config had already been exported to {published.version_dir} "
+              f"(its report: {published.version_dir / 'metrics.json'}); its leftover state is removed")
     return 0
 
 
 def cmd_tune(args) -> int:
     from kpipe.tuning.study import TuneOptions, prepare, tune_pipeline
 
-    options = TuneOptions(trials=args.trials, timeout=args.timeout, space=args.space, storage=args.storage,
+    from kpipe.tuning.study import STORAGE_VARIABLE
+
+    options = TuneOptions(trials=args.trials, timeout=args.timeout, space=args.space,
+                          storage=args.storage or os.environ.get(STORAGE_VARIABLE) or None,
                           sampler=args.sampler, pruner=args.pruner, prune_after=args.prune_after, seed=args.seed,
-                          include_defaults=args.include_defaults, export_best=args.export_best)
+                          include_defaults=args.include_defaults, export_best=args.export_best,
+                          heartbeat_seconds=args.heartbeat_seconds, grace_seconds=args.grace_seconds)
     overrides = _overrides(args)
     prepare(args.pipeline, overrides, options)  # every mistake in the space or options, before TensorFlow loads
     _import_tensorflow_quietly()
@@ -329,6 +339,10 @@ def open_serving(args):
     if args.max_batch_size < 1 or args.batch_timeout_ms < 0 or args.max_request_mb <= 0 or args.poll_seconds <= 0:
         raise KpipeError("--max-batch-size must be at least 1, --batch-timeout-ms at least 0, --max-request-mb and "
                          "--poll-seconds above 0")
+    if (args.max_rows_per_request < 0 or args.limit_concurrency < 1 or not args.header_timeout_s > 0
+            or not args.body_timeout_s > 0):
+        raise KpipeError("--max-rows-per-request must be at least 0 (0: 4 x --max-batch-size), --limit-concurrency "
+                         "at least 1, --header-timeout-s and --body-timeout-s above 0")
     # Every model name resolved and the port taken before TensorFlow loads: a mistake fails in a second.
     served = [repository.parse_model_argument(m, args.export_dir) for m in args.models]
     sock = listen.bind(args.host, args.port)
@@ -340,7 +354,9 @@ def open_serving(args):
     logging.getLogger(__name__).info("Loaded and warmed up in %.1f s", time.perf_counter() - started)
     options = ServeOptions(batching=not args.no_batching, max_batch_size=args.max_batch_size,
                            batch_timeout=args.batch_timeout_ms / 1000,
-                           max_request_bytes=int(args.max_request_mb * 2**20), poll_seconds=args.poll_seconds)
+                           max_request_bytes=int(args.max_request_mb * 2**20), poll_seconds=args.poll_seconds,
+                           max_rows_per_request=args.max_rows_per_request, limit_concurrency=args.limit_concurrency,
+                           header_timeout=args.header_timeout_s, body_timeout=args.body_timeout_s)
     return models, sock, options
 
 
@@ -445,6 +461,18 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _disk_full(error: BaseException) -> str | None:
+    """For a full disk, " writing FILE" (or ""): Python says so with ENOSPC; TensorFlow's writers raise
+    ResourceExhaustedError (or another OpError) whose message ends in "No space left on device". Else None."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return f" writing {error.filename}" if error.filename else ""
+    message = str(getattr(error, "message", "") or error)
+    if type(error).__module__.startswith("tensorflow") and "No space left on device" in message:
+        found = re.search(r"(/[^;\s]+); No space left on device", message)
+        return f" writing {found.group(1)}" if found else ""
+    return None
+
+
 # === Argument parsing ===
 
 def main(argv: list[str] | None = None) -> int:
@@ -467,10 +495,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `kpipe list | head -1`: the reader has gone; the rest of the output is not wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush does not fail
         return 141  # what a shell reports for a process ended by SIGPIPE
-    except OSError as error:
-        if error.errno != errno.ENOSPC or args.debug:
+    except Exception as error:
+        where = _disk_full(error)
+        if where is None or args.debug:
             raise
-        where = f" writing {error.filename}" if error.filename else ""
         print(f"kpipe: error: no space left on device{where}; free some space and rerun the same command (a run "
               "resumes after its last finished epoch; earlier exports are untouched)", file=sys.stderr)
         return 2

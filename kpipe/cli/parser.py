@@ -123,19 +123,27 @@ def add_tune(sub, commands) -> None:
   kpipe tune names-char --trials 12 --include-defaults --prune-after 3
   kpipe tune sentiment-bilstm --space my-space.toml --sampler random --trials 30
   kpipe tune sentiment-bilstm --storage postgresql://user@db/kpipe --trials 100   # on every machine
+  KPIPE_TUNE_STORAGE=postgresql://user:secret@db/kpipe kpipe tune sentiment-bilstm --trials 100
   kpipe run saved_models/sentiment-bilstm/tune/best.toml
 """)
     tune.add_argument("--trials", type=int, default=20, help="finished trials the study should have, counting "
                                                               "every process's (default 20)")
     tune.add_argument("--timeout", type=float, help="stop starting trials after this many seconds (this process)")
     tune.add_argument("--space", help="a TOML file with the search space ([tune] table or top-level keys)")
-    tune.add_argument("--storage", help="a database URL Optuna accepts (default: sqlite in the pipeline's folder)")
+    tune.add_argument("--storage", help="a database URL Optuna accepts (default: $KPIPE_TUNE_STORAGE, else sqlite "
+                                        "in the pipeline's folder); its password is shown as *** everywhere")
     tune.add_argument("--sampler", default="tpe", help="tpe (default), random or grid (grid: choices only)")
     tune.add_argument("--pruner", default="median", help="median (default), successive_halving, hyperband or none")
     tune.add_argument("--prune-after", type=int, default=1, metavar="EPOCHS",
                       help="the earliest epoch at which a trial can be stopped (default 1); more spares slow "
                            "starters such as low learning rates")
-    tune.add_argument("--seed", type=int, default=0, help="the sampler's seed")
+    tune.add_argument("--seed", type=int, default=0, help="the sampler's seed (each trial's is drawn from it and "
+                                                          "the trial's number, so parallel processes differ)")
+    tune.add_argument("--heartbeat-seconds", type=float, default=2.0,
+                      help="how often a running trial tells the study it is alive (default 2 s)")
+    tune.add_argument("--grace-seconds", type=float, default=6.0,
+                      help="a trial silent for longer is marked failed by the other processes (default 6 s; raise "
+                           "it for machines that pause)")
     tune.add_argument("--include-defaults", action="store_true",
                       help="make the first trial the pipeline's own values (they must lie in the space), so the "
                            "table shows whether the search beat them")
@@ -195,6 +203,15 @@ def add_serve(sub, commands) -> None:
     serve.add_argument("--no-batching", action="store_true", help="one model call per request")
     serve.add_argument("--max-request-mb", type=float, default=16.0, help="larger request bodies get HTTP 413 "
                                                                          "(default 16 MiB)")
+    serve.add_argument("--max-rows-per-request", type=int, default=0,
+                       help="rows (instances, or a generator's count) one request may ask for; more get HTTP 413 "
+                            "(default 4 x --max-batch-size)")
+    serve.add_argument("--limit-concurrency", type=int, default=512,
+                       help="open connections and requests at most; beyond, HTTP 503 at once (default 512)")
+    serve.add_argument("--header-timeout-s", type=float, default=10.0,
+                       help="a connection whose request headers take longer is closed (default 10 s)")
+    serve.add_argument("--body-timeout-s", type=float, default=30.0,
+                       help="a request body that takes longer to arrive gets HTTP 408 (default 30 s)")
     serve.add_argument("--poll-seconds", type=float, default=2.0,
                        help="how often folders of versions are checked for a new version (default 2 s)")
     serve.set_defaults(func=commands.cmd_serve)

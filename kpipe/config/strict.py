@@ -9,6 +9,7 @@ type name the field and show the value received. Nothing is dropped or coerced s
 from __future__ import annotations
 
 import dataclasses
+import math
 import difflib
 import tomllib
 import types
@@ -57,7 +58,9 @@ def check_split_fractions(validation: float, test: float, *, allow_zero: bool = 
 
 def check_range(field: str, value: float, *, low: float | None = None, high: float | None = None,
                 low_inclusive: bool = True, high_inclusive: bool = True) -> None:
-    """Raise ValueError unless `low <= value <= high` (bounds optional, inclusive by default)."""
+    """Raise ValueError unless `low <= value <= high` (bounds optional, inclusive by default); NaN never is."""
+    if isinstance(value, float) and math.isnan(value):
+        raise ValueError(f"`{field}` must be a number, not NaN. Received: {field}={value!r}")
     too_low = low is not None and (value < low if low_inclusive else value <= low)
     too_high = high is not None and (value > high if high_inclusive else value >= high)
     if too_low or too_high:

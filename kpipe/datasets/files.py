@@ -25,6 +25,22 @@ def _table_kind(path: Path) -> str:
     return kind
 
 
+# The compression a name's last suffix names (any case: `reviews.CSV.GZ` too), as pandas calls it.
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zip": "zip", ".xz": "xz", ".zst": "zstd"}
+
+
+def compression_of(path: Path) -> str | None:
+    """The compression of `path` by its name, or None. Raises DataError for zstd without `zstandard`."""
+    compression = COMPRESSIONS.get(path.suffix.lower())
+    if compression == "zstd":
+        from kpipe import dependencies
+
+        if not dependencies.installed("zstandard"):
+            raise DataError(f"{path} is compressed with Zstandard, which needs the zstandard package: "
+                            "pip install zstandard (or decompress it: zstd -d FILE)")
+    return compression
+
+
 def is_table(path: Path) -> bool:
     """Whether the name ends in a table format kpipe reads (optionally compressed)."""
     try:
@@ -43,25 +59,52 @@ def _describe_decode_error(path: Path, error: UnicodeDecodeError, encoding: str,
 
 
 def read_text(path: str | Path, *, encoding: str = "utf-8") -> str:
-    """A whole text file (.gz decompressed), decoded strictly.
+    """A whole text file (decompressed when its name ends in .gz, .bz2, .xz, .zst or .zip), decoded strictly.
 
     Raises:
         DataError: missing file, or bytes that are not `encoding` (with the line number and the fix).
     """
-    import gzip
-
     path = Path(path)
     if not path.is_file():
         raise DataError(f"file not found: {path}")
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        data = gzip.decompress(data)
+    data = _decompress(path, compression_of(path))
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as error:
         line = data[:error.start].count(b"\n") + 1
         raise DataError(f"{path} is not valid {encoding} (line {line}); re-save it as UTF-8 or set data.encoding") \
             from None
+
+
+def _decompress(path: Path, compression: str | None) -> bytes:
+    import bz2
+    import gzip
+    import lzma
+    import zipfile
+
+    data = path.read_bytes()
+    try:
+        if compression == "gzip":
+            return gzip.decompress(data)
+        if compression == "bz2":
+            return bz2.decompress(data)
+        if compression == "xz":
+            return lzma.decompress(data)
+        if compression == "zstd":
+            import zstandard
+
+            return zstandard.ZstdDecompressor().stream_reader(data).read()
+        if compression == "zip":
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+                if len(names) != 1:
+                    raise DataError(f"{path} holds {len(names)} files; a .zip data file must hold exactly one")
+                return archive.read(names[0])
+    except DataError:
+        raise
+    except Exception as error:  # corrupt archives raise each their own type
+        raise DataError(f"cannot decompress {path} as {compression}: {error}") from None
+    return data
 
 
 def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: bool = False,
@@ -84,13 +127,15 @@ def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: boo
         raise DataError(f"data file not found: {path} (give an existing CSV/TSV/Parquet file, "
                         "or a folder with one sub-folder per class)")
     kind = _table_kind(path)
+    compression = compression_of(path)
     try:
         if kind in (".parquet", ".pq"):
             return pd.read_parquet(path)
         if kind == ".jsonl":  # one JSON object per line; values kept as written (dtype=False)
-            return pd.read_json(path, lines=True, encoding=encoding, encoding_errors="strict", dtype=False)
+            return pd.read_json(path, lines=True, encoding=encoding, encoding_errors="strict", dtype=False,
+                                compression=compression)
         return pd.read_csv(path, sep="\t" if kind == ".tsv" else ",", encoding=encoding,
-                           encoding_errors="strict", keep_default_na=missing_as_nan)
+                           encoding_errors="strict", keep_default_na=missing_as_nan, compression=compression)
     except UnicodeDecodeError as error:
         raise _describe_decode_error(path, error, encoding, encoding_fix) from None
     except (ValueError, OSError, pd.errors.ParserError) as error:

@@ -71,7 +71,14 @@ def read(folder: Path) -> dict:
     if not path.is_file():
         raise WrongExportError(f"{folder} has no {MANIFEST_FILE}: not a kpipe export (or one written by an older "
                                "kpipe); export it again with `kpipe run PIPELINE`")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise WrongExportError(f"{path} cannot be read ({type(error).__name__}: {error}); export the model "
+                               "again with `kpipe run PIPELINE`") from None
+    if not isinstance(found, dict):
+        raise WrongExportError(f"{path} is not a JSON object; export the model again with `kpipe run PIPELINE`")
+    return found
 
 
 def _a(word) -> str:

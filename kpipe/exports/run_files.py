@@ -3,14 +3,38 @@ and the cleanup of a finished run's resume state."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import uuid
 from pathlib import Path
 
 
+TRASH_PREFIX = ".trash-"
+
+
 def finish_run(work_dir: Path, *, chief: bool = True) -> None:
-    """Delete a finished run's resume state (the chief's alone: other workers only read it)."""
-    if chief:
-        shutil.rmtree(work_dir, ignore_errors=True)
+    """Delete a finished run's resume state (the chief's alone: other workers only read it).
+
+    The folder is first renamed out of the way in one step, then deleted: a kill during the deletion
+    leaves a `.trash-*` folder that the next run removes, never a half-deleted work folder that a
+    rerun would try to resume from.
+    """
+    if not chief or not work_dir.exists():
+        return
+    trash = work_dir.with_name(f"{TRASH_PREFIX}{work_dir.name}-{uuid.uuid4().hex[:8]}")
+    try:
+        os.rename(work_dir, trash)
+    except OSError:
+        trash = work_dir
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def remove_trash(work_dir: Path) -> None:
+    """Remove what killed cleanups of `work_dir`'s config left (see finish_run)."""
+    parent = work_dir.parent
+    if parent.is_dir():
+        for entry in parent.glob(f"{TRASH_PREFIX}{work_dir.name}-*"):
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def write_history_csv(history: list[dict], path: Path) -> None:

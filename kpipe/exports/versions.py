@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
+import socket
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -20,15 +23,95 @@ from kpipe.errors import ModelNotFoundError
 log = logging.getLogger(__name__)
 
 
+def is_version_name(name: str) -> bool:
+    """A version folder's name: ASCII digits only ('²'.isdigit() is true, and int('²') fails)."""
+    return re.fullmatch(r"[0-9]+", name) is not None
+
+
 def versions(root: Path) -> list[int]:
     """The version numbers already exported under `root`, ascending."""
     if not root.is_dir():
         return []
-    return sorted(int(p.name) for p in root.iterdir() if p.is_dir() and p.name.isdigit())
+    return sorted(int(p.name) for p in root.iterdir() if p.is_dir() and is_version_name(p.name))
+
+
+def _taken(root: Path) -> int:
+    """The highest number any entry of `root` is named by, folder or not: a stray file named `3` takes 3 too."""
+    return max((int(p.name) for p in root.iterdir() if is_version_name(p.name)), default=0)
+
+
+# A temporary export folder names its writer: `.tmp-HOST-PID-RANDOM`, so a later run can tell one whose
+# writer was killed (its process is gone) from one being written now, and remove it.
+TMP_PREFIX = ".tmp-"
+
+
+def _tmp_name() -> str:
+    return f"{TMP_PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_tmp(root: Path, max_age_s: float = 7 * 24 * 3600) -> list[Path]:
+    """Remove temporary export folders left by killed writers: those written on this machine by a process
+    that no longer runs, and any (another machine's, or an older kpipe's) untouched for `max_age_s`."""
+    removed = []
+    if not root.is_dir():
+        return removed
+    host = socket.gethostname()
+    for entry in root.iterdir():
+        if not entry.name.startswith(TMP_PREFIX) or not entry.is_dir():
+            continue
+        writer_host, _, rest = entry.name[len(TMP_PREFIX):].rpartition("-")[0].rpartition("-")
+        pid = int(rest) if rest.isdecimal() and rest.isascii() else None
+        try:
+            stale = ((writer_host == host and pid is not None and not _alive(pid))
+                     or time.time() - entry.stat().st_mtime > max_age_s)
+        except OSError:
+            continue
+        if stale:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+            log.info("Removed %s, left by an export that was killed", entry)
+    return removed
+
+
+def fsync_tree(folder: Path) -> None:
+    """Flush every file and folder under `folder` to the disk, so that a power cut after the rename that
+    publishes it cannot leave a published version with empty or missing files."""
+    for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if path.is_file() and not path.is_symlink():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    for path in [*(p for p in folder.rglob("*") if p.is_dir()), folder]:
+        fsync_dir(path)
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse to sync a folder
+        pass
+    finally:
+        os.close(fd)
 
 
 def write_version(root: Path, write: Callable[[Path], None], *, chief: bool = True) -> Path:
-    """Run `write(tmp_dir)`, then move `tmp_dir` to `root/<next version>` in one rename.
+    """Run `write(tmp_dir)`, flush it to disk, then move `tmp_dir` to `root/<next version>` in one rename.
 
     A rename onto an existing version fails instead of replacing it, so two concurrent runs
     get different versions and nothing is ever overwritten. In a multi-worker run only the chief
@@ -47,18 +130,23 @@ def write_version(root: Path, write: Callable[[Path], None], *, chief: bool = Tr
         log.info("Not the chief: the export is written by the chief under %s", root)
         return root
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".tmp-{uuid.uuid4().hex}"
+    remove_stale_tmp(root)
+    tmp = root / _tmp_name()
     tmp.mkdir()
     try:
         write(tmp)
-        while True:
-            target = root / str((versions(root) or [0])[-1] + 1)
+        fsync_tree(tmp)
+        for _ in range(1000):  # each failed try means another entry took the number: never more than a few
+            target = root / str(_taken(root) + 1)
             try:
                 os.rename(tmp, target)  # fails if target exists (even empty-dir races end in an error)
                 break
             except OSError:
                 if not target.exists():
                     raise
+        else:
+            raise OSError(f"could not find a free version number under {root}")
+        fsync_dir(root)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -6,8 +6,14 @@
     GET  /v1/models                             kpipe's addition: every served model, its version and task
 
 Errors are JSON, {"error": "..."}, as TF Serving sends them: 400 for a request that cannot be
-answered as sent, 404 for an unknown model, version or path, 413 for a body over the limit, 500
-for a failure inside the model. The server keeps serving after any of them.
+answered as sent, 404 for an unknown model, version or path, 408 for a body that does not arrive
+in time, 413 for a body or a number of rows over the limits, 500 for a failure inside the model,
+503 when more connections are open than the server takes. The server keeps serving after any of them.
+
+The work one request can cause is bounded (`ServeOptions`): its body's bytes, its rows (a request
+above `max_batch_size` rows is cut into calls of that size that interleave with other clients'), a
+generator's `count`, the depth of its JSON. Decoding and rendering run in threads, never on the event
+loop, so one large request does not stall the other clients.
 """
 
 from __future__ import annotations
@@ -46,8 +52,17 @@ class ServeOptions:
     max_batch_size: int = 256         # rows per call
     batch_timeout: float = 0.001      # seconds the first request of a batch waits for others
     max_request_bytes: int = 16 << 20
+    max_rows_per_request: int = 0     # rows (or a generator's `count`) one request may ask for; 0: 4 x max_batch_size
     poll_seconds: float = 2.0         # how often folders of versions are checked for a new version
     threads: int = 4                  # calls running at once (requests that cannot share a call)
+    limit_concurrency: int = 512      # open connections and requests at most; beyond, 503 at once
+    header_timeout: float = 10.0      # seconds a client has to send a request's headers
+    body_timeout: float = 30.0        # seconds a client has to send a request's body (then 408)
+    keep_alive: int = 5               # seconds an idle keep-alive connection stays open
+
+    @property
+    def row_limit(self) -> int:
+        return self.max_rows_per_request or 4 * self.max_batch_size
 
 
 class JSONResponse(Response):
@@ -67,6 +82,8 @@ class ModelServer:
     def __init__(self, repository: ModelRepository, options: ServeOptions):
         self.repository, self.options = repository, options
         self.executor = ThreadPoolExecutor(max_workers=options.threads, thread_name_prefix="kpipe-serve")
+        # JSON decoding, array conversion and rendering: off the event loop, and not in the model threads
+        self.codec = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kpipe-json")
         self.batchers: dict[tuple[str, int, str], MicroBatcher] = {}
         self.closing: set[asyncio.Task] = set()  # retired versions' batchers, answering what they hold
         self.counts = {name: {"requests": 0, "model_calls": 0} for name in repository.models}
@@ -83,16 +100,26 @@ class ModelServer:
                                      f"{current.version}; omit /versions/... for the served one)")
         return model, current
 
-    async def predict(self, name: str, version: str | None, body: bytes) -> JSONResponse:
+    def decode(self, name: str, current: LoadedVersion, body: bytes):
+        """(signature name, signature, input arrays, row format?) of a request body (runs in a codec thread)."""
+        try:
+            request = rest.parse_body(body)
+            signature_name = rest.signature_name(request)
+            signature = current.signatures.get(signature_name)
+            if signature is None:
+                raise rest.BadRequest(f"model '{name}' has no signature '{signature_name}'; it has: "
+                                      f"{', '.join(sorted(current.signatures))}")
+            inputs, rows = rest.request_inputs(request, signature)
+        except RecursionError:  # nesting the depth check let through but a conversion could not follow
+            raise rest.BadRequest(rest.TOO_DEEP) from None
+        rest.check_rows(inputs, signature, self.options.row_limit)
+        return signature_name, signature, inputs, rows
+
+    async def predict(self, name: str, version: str | None, body: bytes) -> Response:
         model, current = self.find(name, version)
-        request = rest.parse_body(body)
-        signature_name = rest.signature_name(request)
-        signature = current.signatures.get(signature_name)
-        if signature is None:
-            raise rest.BadRequest(f"model '{name}' has no signature '{signature_name}'; it has: "
-                                  f"{', '.join(sorted(current.signatures))}")
-        inputs, rows = rest.request_inputs(request, signature)
         loop = asyncio.get_running_loop()
+        signature_name, signature, inputs, rows = await loop.run_in_executor(
+            self.codec, self.decode, name, current, body)
         try:
             if self.options.batching and signature.gatherable:
                 outputs = await self.batcher(model.name, current, signature_name)(inputs)
@@ -101,7 +128,8 @@ class ModelServer:
         except tf.errors.InvalidArgumentError as failure:
             raise rest.BadRequest(f"the model rejected the input: {_graph_error(failure.message)}") from None
         self.counts[model.name]["requests"] += 1
-        return JSONResponse(rest.response(outputs, rows))
+        rendered = await loop.run_in_executor(self.codec, lambda: JSONResponse(rest.response(outputs, rows)).body)
+        return Response(rendered, media_type="application/json")
 
     def batcher(self, name: str, current: LoadedVersion, signature_name: str) -> MicroBatcher:
         key = (name, current.version, signature_name)
@@ -138,7 +166,7 @@ class ModelServer:
 
     def listing(self) -> JSONResponse:
         return JSONResponse({"models": [
-            {"name": name, "version": model.current.version, "path": str(model.current.path),
+            {"name": name, "version": model.current.version,  # no path: a client has no business knowing it
              "pipeline": model.current.manifest.get("pipeline"), "task": model.current.manifest.get("task"),
              "follows_latest": model.follows_latest, "signatures": sorted(model.current.signatures),
              **self.counts[name]}
@@ -152,14 +180,23 @@ class ModelServer:
                                       "instances per request, or start the server with a larger --max-request-mb")
 
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+        if declared is not None and re.fullmatch(r"[0-9]+", declared) and int(declared) > limit:
             raise too_large(f" ({declared} bytes)")
         body = bytearray()
-        async for chunk in request.stream():
+        chunks = request.stream().__aiter__()
+        deadline = asyncio.get_running_loop().time() + self.options.body_timeout
+        while True:
+            remaining = deadline - asyncio.get_running_loop().time()
+            try:
+                chunk = await asyncio.wait_for(chunks.__anext__(), max(remaining, 0))
+            except StopAsyncIteration:
+                return bytes(body)
+            except asyncio.TimeoutError:
+                raise HTTPException(408, f"the request body did not arrive within {self.options.body_timeout:g} s "
+                                         "(--body-timeout-s)") from None
             body += chunk
             if len(body) > limit:
                 raise too_large("")
-        return bytes(body)
 
     async def poll_versions(self) -> None:
         """Forever: load newer versions of folders of versions (in a thread: loading takes seconds)."""
@@ -213,6 +250,8 @@ def build_app(repository: ModelRepository, options: ServeOptions | None = None) 
             return server.metadata(name, version) if metadata else server.status(name, version)
         except rest.BadRequest as bad:
             return error(400, str(bad))
+        except rest.TooLarge as large:
+            return error(413, str(large))
         except HTTPException as failure:
             return error(failure.status_code, failure.detail)
         except Exception as failure:  # a bug or a model failure: answer, log, keep serving
@@ -233,6 +272,7 @@ def build_app(repository: ModelRepository, options: ServeOptions | None = None) 
         finally:
             poller.cancel()
             server.executor.shutdown(wait=False, cancel_futures=True)
+            server.codec.shutdown(wait=False, cancel_futures=True)
 
     app = Starlette(routes=[Route("/v1/models", listing, methods=["GET"]),
                             Route("/v1/models/{rest:path}", models, methods=["GET", "POST"])],
@@ -253,7 +293,9 @@ def serve(repository: ModelRepository, sock, *, options: ServeOptions) -> None:
               f"{base}/v1/models/{name}:predict", flush=True)
     batching = (f"micro-batching up to {options.max_batch_size} rows, {options.batch_timeout * 1000:g} ms"
                 if options.batching else "no micro-batching")
-    print(f"Listening on {base} ({batching}); Ctrl+C to stop", flush=True)
+    print(f"Listening on {base} ({batching}; at most {options.row_limit} rows and "
+          f"{options.max_request_bytes / 2**20:g} MiB per request, {options.limit_concurrency} connections); "
+          "Ctrl+C to stop", flush=True)
     http_server(repository, options).run(sockets=[sock])
 
 
@@ -262,5 +304,47 @@ def http_server(repository: ModelRepository, options: ServeOptions):
     import uvicorn
 
     config = uvicorn.Config(build_app(repository, options), log_level="warning", access_log=False,
-                            timeout_graceful_shutdown=5)
+                            timeout_graceful_shutdown=5, limit_concurrency=options.limit_concurrency,
+                            timeout_keep_alive=options.keep_alive, http=header_timeout_protocol(options.header_timeout))
     return uvicorn.Server(config)
+
+
+def header_timeout_protocol(seconds: float):
+    """uvicorn's HTTP protocol (httptools) closing a connection whose request headers take over `seconds` to
+    arrive: uvicorn itself waits for them forever, so slow clients could hold every connection."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class HeaderTimeoutProtocol(HttpToolsProtocol):
+        _header_timer = None
+
+        def data_received(self, data: bytes) -> None:
+            if self.cycle is None or self.cycle.response_complete:  # between requests: a new one starts
+                self._start_header_timer()
+            super().data_received(data)
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._start_header_timer()
+
+        def _start_header_timer(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(seconds, self._headers_too_slow)
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def on_headers_complete(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            super().on_headers_complete()
+
+        def connection_lost(self, exc) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            super().connection_lost(exc)
+
+    return HeaderTimeoutProtocol

@@ -5,7 +5,10 @@ rows are waiting); then their rows are concatenated, the signature runs once in 
 and each request gets its own rows back. While a call runs, new requests queue up and form the
 next batch, so under load batches grow on their own and one call serves many clients. This is
 TF Serving's `batch_timeout_micros` / `max_batch_size` policy. A batch whose call fails is run
-again one request at a time, so only the bad request gets the error.
+again one request at a time, so only the bad request gets the error. A request larger than
+`max_batch_size` is cut into chunks that queue one after another, so other clients' requests are
+answered between them. No failure ends the worker task: every request in a batch that fails is
+answered with the error (a dead worker would leave every later request waiting forever).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ class MicroBatcher:
 
     Args:
         run: the call on a batch (arrays with rows on axis 0 in, the same out); runs in `executor`.
-        max_batch_size: rows gathered at most (a larger request runs alone, whole).
+        max_batch_size: rows per call at most (a larger request is cut into chunks of this size).
         timeout: seconds the first request of a batch waits for others.
         executor: where `run` runs (one thread is enough: calls to one signature run one at a time).
     """
@@ -45,11 +48,21 @@ class MicroBatcher:
         self._held: _Waiting | None = None  # a request that did not fit the last batch: it opens the next
 
     async def __call__(self, inputs: Arrays) -> Arrays:
+        rows = len(next(iter(inputs.values())))
+        if rows <= self.max_batch_size:
+            return await self._one_call(inputs, rows)
+        answers = []  # one chunk at a time: requests that arrive meanwhile are served between the chunks
+        for start in range(0, rows, self.max_batch_size):
+            chunk = {name: value[start:start + self.max_batch_size] for name, value in inputs.items()}
+            answers.append(await self._one_call(chunk, len(next(iter(chunk.values())))))
+        return {name: np.concatenate([answer[name] for answer in answers]) for name in answers[0]}
+
+    async def _one_call(self, inputs: Arrays, rows: int) -> Arrays:
         if self._queue is None:
             self._queue = asyncio.Queue()
             self._worker = asyncio.get_running_loop().create_task(self._serve_batches())
         future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Waiting(inputs, len(next(iter(inputs.values()))), future))
+        await self._queue.put(_Waiting(inputs, rows, future))
         return await future
 
     async def close(self) -> None:
@@ -63,7 +76,13 @@ class MicroBatcher:
         stop = False
         while not stop:
             batch, stop = await self._gather()
-            await self._answer(batch)
+            try:
+                await self._answer(batch)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as error:  # whatever went wrong, these requests get an answer and the worker lives
+                for item in batch:
+                    _settle(item.future, error=error)
 
     async def _gather(self) -> tuple[list[_Waiting], bool]:
         """The next batch, and whether `close` asked to stop after it."""
@@ -99,8 +118,9 @@ class MicroBatcher:
         batch = [item for item in batch if not item.future.cancelled()]  # clients that went away
         if not batch:
             return
-        merged = {name: np.concatenate([item.inputs[name] for item in batch]) for name in batch[0].inputs}
         try:
+            merged = (batch[0].inputs if len(batch) == 1 else
+                      {name: np.concatenate([item.inputs[name] for item in batch]) for name in batch[0].inputs})
             outputs = await loop.run_in_executor(self.executor, self.run, merged)
         except Exception as error:
             if len(batch) == 1:

@@ -39,31 +39,86 @@ class LoadedVersion:
     module: object = field(repr=False, default=None)  # the loaded SavedModel, kept alive with its variables
 
 
+def identity(path: Path) -> tuple:
+    """What tells one published version folder from another at the same path: a version deleted and
+    published again, or a broken one fixed in place, is a new version to load."""
+    stamps = []
+    for part in (path, path / "saved_model.pb", path / manifest.MANIFEST_FILE):
+        try:
+            stat = part.stat()
+            stamps.append((stat.st_ino, stat.st_mtime_ns, stat.st_size if part != path else 0))
+        except OSError:
+            stamps.append(None)
+    return (path, *stamps)
+
+
 @dataclass
 class ServedModel:
+    """One served name. A folder of versions serves its newest version that loads: a version that fails
+    is logged once and skipped (retried when its files change), the served one keeps serving."""
     name: str
     root: Path                 # the folder of versions, or the single version folder
     follows_latest: bool       # a folder of versions: pick up newer versions
     current: LoadedVersion | None = None
-    failed: Path | None = None  # a newer version that did not load: not retried until another appears
+    failed: dict = field(default_factory=dict)  # identity -> the error, of versions that did not load
+    current_identity: tuple | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _missing_logged: bool = False
 
-    def latest_on_disk(self) -> Path:
-        return self.root if not self.follows_latest else self.root / str(versions.versions(self.root)[-1])
+    def candidates(self) -> list[Path]:
+        """The version folders worth serving, newest first (the single folder, for a version folder)."""
+        if not self.follows_latest:
+            return [self.root]
+        return [self.root / str(v) for v in reversed(versions.versions(self.root))]
 
     def refresh(self, warm_up_rows: int = 1) -> LoadedVersion | None:
-        """Load (and warm up, see Signature.warm_up) the latest version if it is newer than the one served;
-        the new one, or None if unchanged. The served version keeps serving until the new one is ready."""
+        """Serve the newest version that loads (loaded and warmed up, see Signature.warm_up) if it is not the
+        one served; the new one, or None if unchanged. The served version keeps serving until the new one
+        is ready, and whatever is wrong on disk (a broken, vanished or emptied version) leaves it serving.
+
+        Raises:
+            KpipeError: nothing is served yet and no version loads (the newest one's error).
+        """
         with self._lock:
-            path = self.latest_on_disk()
-            if self.current is not None and path in (self.current.path, self.failed):
+            candidates = self.candidates()
+            if not candidates and self.current is not None:
+                if not self._missing_logged:
+                    log.warning("%s: no versions left in %s; keeping version %d loaded", self.name, self.root,
+                                self.current.version)
+                    self._missing_logged = True
                 return None
-            try:
-                self.current = load_version(path, warm_up_rows)
-            except KpipeError:
-                self.failed = path
-                raise
-            return self.current
+            self._missing_logged = False
+            first_error = None
+            for index, path in enumerate(candidates):
+                key = identity(path)
+                if self.current is not None and key == self.current_identity:
+                    return None  # the served version is still the newest good one
+                if self.current is not None and self.follows_latest and _number(path) < self.current.version:
+                    return None  # only older versions than the served one are left to try
+                if key in self.failed:
+                    first_error = first_error or self.failed[key]
+                    continue
+                try:
+                    loaded = load_version(path, warm_up_rows)
+                except Exception as error:  # any failure: this version is skipped, once, with its reason
+                    message = error if isinstance(error, KpipeError) else KpipeError(
+                        f"cannot load {path}: {type(error).__name__}: {first_line(str(error))}")
+                    self.failed[key] = message
+                    first_error = first_error or message
+                    if self.current is not None:
+                        log.warning("%s: keeping version %d: %s", self.name, self.current.version, message)
+                    elif index + 1 < len(candidates):  # at start-up, with an older version to fall back on
+                        log.warning("%s: trying an older version: %s", self.name, message)
+                    continue
+                self.current, self.current_identity = loaded, key
+                return loaded
+            if self.current is None:
+                raise first_error or KpipeError(f"no exported versions in {self.root}")
+            return None
+
+
+def _number(path: Path) -> int:
+    return int(path.name) if versions.is_version_name(path.name) else 0
 
 
 def load_version(path: Path, warm_up_rows: int = 1) -> LoadedVersion:
@@ -87,17 +142,19 @@ def load_version(path: Path, warm_up_rows: int = 1) -> LoadedVersion:
             signature.warm_up(warm_up_rows)
         except Exception as error:  # e.g. a model that rejects empty strings: it is served cold, not refused
             log.warning("%s: could not warm up signature %s: %s", path, signature.name, first_line(str(error)))
-    try:
-        info = manifest.read(path)
-    except manifest.WrongExportError:
-        info = {}  # any SavedModel can be served; kpipe's manifest only adds the pipeline name and task
-    version = int(path.name) if path.name.isdigit() else 1
+    # Any SavedModel can be served (kpipe's manifest only adds the pipeline name and task), but a kpipe
+    # export whose manifest is unreadable is refused: it was damaged after it was published.
+    info = manifest.read(path) if (path / manifest.MANIFEST_FILE).exists() else {}
+    version = _number(path) or 1
     return LoadedVersion(version, path, signatures, info, module=loaded)
 
 
 def parse_model_argument(argument: str, export_dir: str | Path) -> ServedModel:
     """`NAME=WHERE` or `WHERE` (a pipeline name, a folder of versions or a version folder) → a ServedModel."""
-    name, _, where = argument.rpartition("=")
+    # The name is what comes before the first '=' (a name holds none); a path may hold '=' itself.
+    name, _, where = argument.partition("=")
+    if not _ or Path(argument).exists():
+        name, where = "", argument
     where = where.strip()
     found = versions.resolve_versions(where, export_dir)  # raises ModelNotFoundError with the fix
     single = found[0] in (Path(where), Path(export_dir) / where)  # a version folder resolves to itself
@@ -130,15 +187,16 @@ class ModelRepository:
     def poll(self) -> None:
         """Load newer versions where they were published (each switch logged).
 
-        A version that fails to load is logged and skipped: the served one keeps serving.
+        A version that fails to load is logged once and skipped: the served one keeps serving.
         """
         for model in self.models.values():
             if not model.follows_latest:
                 continue
             try:
                 new = model.refresh(self.warm_up_rows)
-            except KpipeError as error:
-                log.warning("%s: keeping version %d: %s", model.name, model.current.version, error)
+            except Exception:  # never one model's trouble in the way of the others' refresh
+                log.exception("%s: checking for new versions failed; keeping version %d", model.name,
+                              model.current.version)
                 continue
             if new is not None:
                 log.info("%s: now serving version %d (%s)", model.name, new.version, new.path)

@@ -27,6 +27,30 @@ class BadRequest(Exception):
     """The request cannot be answered as sent (HTTP 400); the message says what to change."""
 
 
+class TooLarge(Exception):
+    """The request asks for more work than the server answers in one request (HTTP 413)."""
+
+
+# No input of any signature is nested deeper than this (a rank-3 input is 4 levels in the row format).
+MAX_DEPTH = 32
+TOO_DEEP = f"the request is nested more than {MAX_DEPTH} levels deep; no signature takes such values"
+
+
+def _depth_at_most(value, limit: int) -> bool:
+    """Whether `value` (parsed JSON) nests at most `limit` lists/objects deep, looking at each container once."""
+    level, todo = 0, [value]
+    while todo:
+        containers = [v for v in todo if isinstance(v, (list, dict))]
+        if not containers:
+            return True
+        level += 1
+        if level > limit:
+            return False
+        todo = [item for c in containers for item in (c.values() if isinstance(c, dict) else c)
+                if isinstance(item, (list, dict))]
+    return True
+
+
 def parse_body(body: bytes) -> dict:
     """The JSON object of a request body."""
     try:
@@ -39,8 +63,12 @@ def parse_body(body: bytes) -> dict:
     except json.JSONDecodeError as error:
         raise BadRequest(f"the request body is not valid JSON: {error.msg} at line {error.lineno} column "
                          f"{error.colno}") from None
+    except RecursionError:
+        raise BadRequest(TOO_DEEP) from None
     if not isinstance(request, dict):
         raise BadRequest('the request must be a JSON object such as {"instances": [...]} or {"inputs": ...}')
+    if not _depth_at_most(request, MAX_DEPTH):
+        raise BadRequest(TOO_DEEP)
     return request
 
 
@@ -81,6 +109,26 @@ def request_inputs(request: dict, signature: Signature) -> tuple[dict[str, np.nd
             raise BadRequest("every input must have the same number of rows (the batch size); got " +
                              ", ".join(f"{name}: {len(array)}" for name, array in arrays.items()))
     return arrays, "instances" in request
+
+
+def rows_asked(arrays: dict[str, np.ndarray], signature: Signature) -> int:
+    """How many rows a request asks for: its batch size, or for a signature of single values, its integer
+    `count` input (a generator's number of names), else 1."""
+    if signature.batched:
+        return len(next(iter(arrays.values())))
+    count = arrays.get("count")
+    if count is not None and count.ndim == 0 and count.dtype.kind in "iu":
+        return int(count)
+    return 1
+
+
+def check_rows(arrays: dict[str, np.ndarray], signature: Signature, limit: int) -> None:
+    """Raises TooLarge when the request asks for more than `limit` rows."""
+    rows = rows_asked(arrays, signature)
+    if rows > limit:
+        what = "count" if not signature.batched else "rows (instances)"
+        raise TooLarge(f"the request asks for {rows} {what}; this server answers at most {limit} per request "
+                       "(--max-rows-per-request): split it into several requests")
 
 
 def _columns_of_rows(instances, signature: Signature) -> dict[str, list]:
@@ -124,12 +172,21 @@ def to_array(value, info: TensorInfo) -> np.ndarray:
             raise BadRequest(f"input '{info.name}' has rows of different lengths: {_rows_hint(info)}") from None
         dtype = info.dtype
         allowed = "iuf" if dtype.is_floating else "iu" if dtype.is_integer else "b" if dtype.is_bool else ""
+        if array.dtype == object and info.dtype.is_integer and all(isinstance(x, int) for x in array.reshape(-1)):
+            big = max(array.reshape(-1), key=abs)  # integers beyond 64 bits: NumPy keeps them as Python objects
+            raise BadRequest(f"input '{info.name}' holds {big}, outside {info.dtype.name}'s range "
+                             f"[{info.dtype.min}, {info.dtype.max}]")
         if array.dtype.kind not in allowed or array.dtype == object:
             kind = ("numbers" if info.dtype.is_floating else "integers" if info.dtype.is_integer else
                     "true/false" if info.dtype.is_bool else info.dtype.name)
             raise BadRequest(f"input '{info.name}' must hold {kind}: {_rows_hint(info)}")
         if info.dtype.is_integer and array.dtype.kind == "f":
             raise BadRequest(f"input '{info.name}' must hold integers: {_rows_hint(info)}")
+        if info.dtype.is_integer and array.size:
+            low, high = info.dtype.min, info.dtype.max  # a value outside would wrap around silently in astype
+            if array.min() < low or array.max() > high:
+                raise BadRequest(f"input '{info.name}' holds {array.max() if array.max() > high else array.min()}, "
+                                 f"outside {info.dtype.name}'s range [{low}, {high}]")
         array = array.astype(info.dtype.as_numpy_dtype)
         if info.dtype.is_floating and not np.isfinite(array).all():
             raise BadRequest(f"input '{info.name}' holds NaN or infinity; send finite numbers (fill gaps first)")

@@ -1,10 +1,11 @@
 """A loaded signature: its named inputs and outputs, and how a call is made.
 
 Requests to one signature may share a call (micro-batching) only when that cannot change any
-request's answer: every input and output is batch-major, and every output's shape past the batch
-axis is fixed. A translation's attention weights are padded to the longest word in the call, so
-the translate signature runs each request alone; a classifier's probabilities do not depend on
-the other texts in the batch, so its requests are gathered.
+request's answer: every input and output is batch-major, and every input's and output's shape past
+the batch axis is fixed (requests whose inner lengths differ could not even be concatenated). A
+translation's attention weights are padded to the longest word in the call, so the translate
+signature runs each request alone; a classifier's probabilities do not depend on the other texts
+in the batch, so its requests are gathered.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class Signature:
     def gatherable(self) -> bool:
         """Requests can share one call without changing any answer (see the module docstring)."""
         return self.batched and all(t.rank >= 1 and t.shape[0] is None and None not in t.shape[1:]
-                                    for t in self.outputs.values())
+                                    for t in [*self.inputs.values(), *self.outputs.values()])
 
     def warm_up(self, max_rows: int) -> None:
         """Call once with batches of 1, 2, 4, ... `max_rows` rows of empty strings or zeros, so the first

@@ -29,6 +29,7 @@ from kpipe.training.multi_worker import is_chief
 from kpipe.config.pipeline import PipelineConfig
 from kpipe.config.training import TrainingConfig
 from kpipe.training.loop import make_strategy, train_model
+from kpipe.training import run_identity
 from kpipe.training.run_lock import RunLock
 
 
@@ -53,6 +54,7 @@ class Run:
         self._lock = RunLock.of(config)
         self.export_root, self.work_dir = self._lock.export_root, self._lock.work_dir
         self.train_seconds = 0.0
+        self.run_id = ""  # set when training starts (run_identity); published in kpipe.json
         # Seeded before the task builds its datasets: their shuffle seeds combine with the global one.
         keras.utils.set_random_seed(training.seed)
 
@@ -64,6 +66,16 @@ class Run:
     def __enter__(self) -> "Run":
         if self.chief:  # other workers only read the chief's state
             self._lock.acquire()
+            run_files.remove_trash(self.work_dir)
+            try:
+                run_identity.check_rerun(self.work_dir, getattr(self.config.data, "path", ""), self.export_root)
+            except run_identity.AlreadyPublishedError:
+                run_files.finish_run(self.work_dir)  # what the killed run had left to do
+                self._lock.release()
+                raise
+            except BaseException:
+                self._lock.release()
+                raise
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
@@ -79,6 +91,8 @@ class Run:
             (model, history), as `train_model`.
         """
         kwargs.setdefault("config", self.config.training)
+        if self.chief:
+            self.run_id = run_identity.start(self.work_dir, getattr(self.config.data, "path", ""))
         started = time.perf_counter()
         try:
             return train_model(build, work_dir=self.work_dir / subdir if subdir else self.work_dir,
@@ -102,7 +116,8 @@ class Run:
             write(folder)
             manifest.update(folder, pipeline=self.config.name, task=self.config.task,
                             family=getattr(self.config.model, "family", ""), kpipe_version=manifest.kpipe_version(),
-                            config_fingerprint=self.config.fingerprint(), data_fingerprint=manifest.fingerprint(data))
+                            config_fingerprint=self.config.fingerprint(), data_fingerprint=manifest.fingerprint(data),
+                            run_id=self.run_id)
 
         version_dir = versions.write_version(self.export_root, write_with_manifest, chief=self.chief)
         run_files.finish_run(self.work_dir, chief=self.chief)

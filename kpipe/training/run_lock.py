@@ -18,6 +18,7 @@ from pathlib import Path
 import filelock
 
 from kpipe.errors import KpipeError
+from kpipe.redact import mask_passwords
 
 
 class RunInProgressError(KpipeError):
@@ -53,7 +54,7 @@ class RunLock:
         self._lock = lock
         self.owner_path.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                               "command": " ".join(sys.argv)}), encoding="utf-8")
+                                               "command": mask_passwords(" ".join(sys.argv))}), encoding="utf-8")
 
     def release(self, *, remove: bool = False) -> None:
         """Let go of the lock; with `remove`, also of its file and of the folders left empty (a run that

@@ -26,13 +26,17 @@ import filelock
 
 from kpipe.config.pipelines import load_pipeline
 from kpipe.errors import ConfigError
+from kpipe.redact import mask_passwords
 from kpipe.tuning.space import Dimension, check_space, default_params, load_space
 
 log = logging.getLogger(__name__)
 
 SAMPLERS = ("tpe", "random", "grid")
 PRUNERS = ("median", "successive_halving", "hyperband", "none")
-HEARTBEAT_SECONDS, GRACE_SECONDS = 2, 6  # a trial whose process has been silent this long died: marked failed
+# A trial whose process has been silent for the grace period died: marked failed (a paused process too: see
+# `_optimize`). Both can be set (--heartbeat-seconds, --grace-seconds) for tuners that pause for long.
+HEARTBEAT_SECONDS, GRACE_SECONDS = 2, 6
+STORAGE_VARIABLE = "KPIPE_TUNE_STORAGE"  # the database URL, when not given with --storage (keeps it off `ps`)
 TRIALS = "trials"  # <study folder>/trials/<number>/<pipeline>/<version>: each trial's export
 
 
@@ -51,6 +55,8 @@ class TuneOptions:
     include_defaults: bool = False   # a first trial with the pipeline's own values, to compare the others with
     seed: int = 0
     export_best: bool = False
+    heartbeat_seconds: float = HEARTBEAT_SECONDS
+    grace_seconds: float = GRACE_SECONDS
 
     def __post_init__(self):
         if self.trials < 1:
@@ -59,6 +65,9 @@ class TuneOptions:
             raise ConfigError(f"--timeout must be > 0 seconds. Received: {self.timeout}")
         if self.prune_after < 1:
             raise ConfigError(f"--prune-after must be at least 1 epoch. Received: {self.prune_after}")
+        if not self.heartbeat_seconds >= 1 or not self.grace_seconds > self.heartbeat_seconds:
+            raise ConfigError("--heartbeat-seconds must be at least 1 and --grace-seconds above it. Received: "
+                              f"{self.heartbeat_seconds:g} and {self.grace_seconds:g}")
         for name, value, choices in (("--sampler", self.sampler, SAMPLERS), ("--pruner", self.pruner, PRUNERS)):
             if value not in choices:
                 raise ConfigError(f"{name} must be one of {', '.join(choices)}. Received: {value!r}")
@@ -132,22 +141,53 @@ def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOpt
             study.enqueue_trial(default_params(config, dimensions), user_attrs={"defaults": True},
                                 skip_if_exists=True)
     study.set_user_attr("metric", metric)
-    _fail_trials_without_heartbeat(optuna, study)
+    _fail_trials_without_heartbeat(optuna, study, options.grace_seconds)
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     log.info("Study %s in %s: %d of %d trials finished so far; scored on %s", study.study_name,
-             options.storage or folder / "study.db", len(study.get_trials(states=finished)), options.trials, metric)
-    if len(study.get_trials(states=finished)) < options.trials:
-        study.optimize(make_objective(pipeline, overrides, dimensions, metric, folder / TRIALS),
-                       timeout=options.timeout, catch=(Exception,),  # recorded with its reason; the study goes on
-                       callbacks=[optuna.study.MaxTrialsCallback(options.trials, states=finished)],
-                       show_progress_bar=sys.stderr.isatty())
+             mask_passwords(options.storage) if options.storage else folder / "study.db",
+             len(study.get_trials(states=finished)), options.trials, metric)
+    _optimize(optuna, study, make_objective(pipeline, overrides, dimensions, metric, folder / TRIALS), options)
     optuna.storages.fail_stale_trials(study)
     from kpipe.tuning.report import write_report
 
     return write_report(study, pipeline, overrides, dimensions, metric, folder, export_best=options.export_best)
 
 
-def _fail_trials_without_heartbeat(optuna, study) -> None:
+def _optimize(optuna, study, objective, options: TuneOptions) -> None:
+    """`study.optimize` until the study has `options.trials` finished trials or this process's time is up.
+
+    A process paused longer than the grace period (SIGSTOP, a laptop lid, a VM pause, a long database lock)
+    finds on waking that its peers have marked its trial failed, and Optuna then refuses to record the trial
+    ("Cannot tell a FAIL trial", or UpdateFinishedTrialError from the objective): the trial stays failed, as
+    its peers recorded it, and this process goes on with the next one.
+    """
+    finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    deadline = None if options.timeout is None else time.monotonic() + options.timeout
+    while len(study.get_trials(states=finished)) < options.trials:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return
+        try:
+            study.optimize(objective, timeout=remaining, catch=(Exception,),  # recorded with its reason
+                           callbacks=[optuna.study.MaxTrialsCallback(options.trials, states=finished)],
+                           show_progress_bar=sys.stderr.isatty())
+            return
+        except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, ValueError) as error:
+            if not _taken_from_us(error):
+                raise
+            log.warning("A trial was marked failed by another process while this one was paused (longer than the "
+                        "%g s grace period); it stays failed, and the study goes on", options.grace_seconds)
+
+
+def _taken_from_us(error: Exception) -> bool:
+    """Whether `error` is Optuna refusing to record a trial another process has already finished (failed)."""
+    import optuna
+
+    return (isinstance(error, optuna.exceptions.UpdateFinishedTrialError)
+            or "Cannot tell a" in str(error) or "has already finished" in str(error))
+
+
+def _fail_trials_without_heartbeat(optuna, study, grace_seconds: float = GRACE_SECONDS) -> None:
     """Fail the running trials that never recorded a heartbeat and started over the grace period ago.
 
     Optuna fails a dead process's trial once its last heartbeat is older than the grace period; a tuner killed
@@ -162,7 +202,7 @@ def _fail_trials_without_heartbeat(optuna, study) -> None:
     storage = getattr(study._storage, "_backend", study._storage)  # create_study wraps it in a cache
     if not isinstance(storage, optuna.storages.RDBStorage):
         return
-    started_before = datetime.datetime.now() - datetime.timedelta(seconds=GRACE_SECONDS)
+    started_before = datetime.datetime.now() - datetime.timedelta(seconds=grace_seconds)
     with sqlalchemy.orm.Session(storage.engine) as session:
         orphans = [(trial.trial_id, trial.number) for trial in session.query(models.TrialModel).filter(
             models.TrialModel.study_id == study._study_id,
@@ -183,7 +223,8 @@ def _open_study(optuna, options: TuneOptions, folder: Path, name: str, direction
             storage = optuna.storages.RDBStorage(
                 options.storage or f"sqlite:///{(folder / 'study.db').resolve()}",
                 engine_kwargs={"connect_args": {"timeout": 60}} if not options.storage else {},
-                heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS)
+                heartbeat_interval=max(1, round(options.heartbeat_seconds)),
+                grace_period=max(2, round(options.grace_seconds)))
             return optuna.create_study(storage=storage, study_name=name, load_if_exists=True, direction=direction,
                                        sampler=sampler, pruner=pruner)
         except Exception as error:  # sqlalchemy's IntegrityError/OperationalError while another process sets up
@@ -202,14 +243,56 @@ def trial_exports(folder: str | Path) -> list[tuple[int, Path]]:
 
 
 def make_sampler(options: TuneOptions, dimensions: list[Dimension]):
+    """The sampler of `options`, seeded per trial from `--seed` and the trial's number: reproducible, and
+    processes sharing a study (each with the same `--seed`) never draw the same values because of it, as they
+    did when every process's sampler was seeded with `--seed` alone."""
     import optuna
 
-    if options.sampler == "grid":
-        return optuna.samplers.GridSampler({d.path: list(range(len(d.choices))) for d in dimensions},
-                                           seed=options.seed)
-    if options.sampler == "random":
-        return optuna.samplers.RandomSampler(seed=options.seed)
-    return optuna.samplers.TPESampler(seed=options.seed, n_startup_trials=5)
+    def make(seed: int):
+        if options.sampler == "grid":
+            return optuna.samplers.GridSampler({d.path: list(range(len(d.choices))) for d in dimensions}, seed=seed)
+        if options.sampler == "random":
+            return optuna.samplers.RandomSampler(seed=seed)
+        # constant_liar: a running trial counts as a poor result, so parallel processes do not all sample
+        # around the same best point
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, constant_liar=True)
+
+    return _per_trial_seed(optuna)(make, options.seed)
+
+
+def trial_seed(seed: int, number: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{number}".encode()).digest()[:4], "little")
+
+
+def _per_trial_seed(optuna):
+    class PerTrialSeed(optuna.samplers.BaseSampler):
+        """A sampler made afresh for each trial, seeded with `trial_seed(seed, trial.number)`; it reads the
+        study's history as the one sampler would (TPE keeps no state of its own between trials)."""
+
+        def __init__(self, make, seed: int):
+            self._make, self._seed = make, seed
+            self._inner = make(seed)
+
+        def before_trial(self, study, trial):
+            self._inner = self._make(trial_seed(self._seed, trial.number))
+            self._inner.before_trial(study, trial)
+
+        def infer_relative_search_space(self, study, trial):
+            return self._inner.infer_relative_search_space(study, trial)
+
+        def sample_relative(self, study, trial, search_space):
+            return self._inner.sample_relative(study, trial, search_space)
+
+        def sample_independent(self, study, trial, param_name, param_distribution):
+            return self._inner.sample_independent(study, trial, param_name, param_distribution)
+
+        def after_trial(self, study, trial, state, values):
+            self._inner.after_trial(study, trial, state, values)
+
+        def reseed_rng(self):
+            self._inner.reseed_rng()
+
+    return PerTrialSeed
 
 
 def make_pruner(name: str, prune_after: int = 1):
@@ -266,20 +349,34 @@ def make_objective(pipeline: str, overrides: list[str], dimensions: list[Dimensi
                 result = run_pipeline(config)
         except optuna.TrialPruned:
             raise
+        except optuna.exceptions.UpdateFinishedTrialError:
+            # Paused past the grace period, this process finds its trial failed by the others: it stays failed.
+            # (TrialPruned: Optuna then logs one line for it, not a traceback; `_optimize` goes on.)
+            raise optuna.TrialPruned("marked failed by another process while this one was paused") from None
         except Exception as error:
-            trial.set_user_attr("error", " ".join(str(error).split())[:300] or type(error).__name__)
+            _note(trial, "error", " ".join(str(error).split())[:300] or type(error).__name__)
             raise
         finally:
-            trial.set_user_attr("epochs", reporter.epochs)
-            trial.set_user_attr("seconds", round(time.perf_counter() - started, 1))
+            _note(trial, "epochs", reporter.epochs)
+            _note(trial, "seconds", round(time.perf_counter() - started, 1))
             cleared = time.perf_counter()
             keras.backend.clear_session()
-            trial.set_user_attr("cleanup_seconds", round(time.perf_counter() - cleared, 2))
+            _note(trial, "cleanup_seconds", round(time.perf_counter() - cleared, 2))
         history = result.metrics["history"]
         trial.set_user_attr("export", str(result.export_dir))
         return float(history[kept_epoch(history, config.training) - 1][metric])
 
     return objective
+
+
+def _note(trial, key: str, value) -> None:
+    """`trial.set_user_attr`, unless another process has finished (failed) the trial meanwhile."""
+    import optuna
+
+    try:
+        trial.set_user_attr(key, value)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        pass
 
 
 def export_trial(export: Path, root: Path) -> Path:

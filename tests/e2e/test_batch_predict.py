@@ -111,3 +111,15 @@ def test_a_failed_write_leaves_neither_a_partial_file_nor_a_temporary(tmp_path):
         batch_predict.write_table(frame, tmp_path / "out.parquet")
     assert list(tmp_path.iterdir()) == []
 
+
+
+def test_the_written_table_has_the_permissions_of_an_ordinary_new_file(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        batch_predict.write_table(pd.DataFrame({"a": [1]}), tmp_path / "out.csv")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "out.csv").stat().st_mode) == 0o644  # not mkstemp's private 0600

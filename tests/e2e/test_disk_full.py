@@ -67,3 +67,66 @@ def test_a_full_disk_is_one_line_and_the_rerun_resumes(tmp_path, monkeypatch, ca
         assert main(rerun) == 0
     assert any("Resuming after epoch 2" in r.getMessage() for r in caplog.records)
     assert (root / "2" / "saved_model.pb").is_file()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 64 MiB tmpfs (as root); skipped where mounting is not allowed."""
+    import shutil
+    import subprocess
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command here")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): needs root")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def fill(disk):
+    """Write zeros into `disk` until the device is really full."""
+    block = bytes(1 << 16)
+    with open(disk / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(block)
+                f.flush()
+        except OSError as error:
+            assert error.errno == errno.ENOSPC
+
+
+def test_tensorflows_own_writer_on_a_really_full_disk_is_one_line_and_the_rerun_resumes(small_disk, monkeypatch,
+                                                                                        capsys, caplog):
+    """TensorFlow reports a full disk as ResourceExhaustedError, not OSError, from the SavedModel writer, which
+    runs first in an export: the disk is filled for real just before it writes."""
+    monkeypatch.chdir(small_disk)
+    root = small_disk / "saved_models" / "sentiment-bigrams"
+    from kpipe.exports import saved_model
+
+    write_saved_model = saved_model.write_saved_model
+
+    def fill_then_write(path, **kwargs):
+        fill(small_disk)
+        return write_saved_model(path, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(saved_model, "write_saved_model", fill_then_write)
+        assert main(RUN) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kpipe: error: no space left on device writing "), err
+    assert "Traceback" not in "\n".join(err) and "rerun the same command" in err[0]
+    assert not [p for p in root.iterdir() if p.name.isdigit() or p.name.startswith(".tmp-")]  # nothing half-written
+
+    (small_disk / "filler").unlink()  # space freed: the finished training is resumed, not redone
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        assert main(RUN) == 0
+    assert any("Resuming after epoch 2 " in r.getMessage() for r in caplog.records)
+    assert (root / "1" / "saved_model.pb").is_file()
+    assert not (root / ".work").exists() or not list((root / ".work").iterdir())  # the resume state cleaned up

@@ -3,8 +3,10 @@ SavedModel loaded with plain TensorFlow; TF Serving's request formats, bad reque
 a new version published while serving, and start-up failures. The other tasks' exports are served
 in their own end-to-end files (translate, generate, forecast, word2vec, transformer embed)."""
 
+import json
 import os
 import shutil
+import time
 import socket
 import subprocess
 import sys
@@ -83,6 +85,7 @@ def test_status_metadata_and_listing(server):
     status, body = server.get("/v1/models")
     [model] = body["models"]
     assert (model["name"], model["task"], model["pipeline"]) == ("sentiment-bilstm", "classify", "sentiment-bilstm")
+    assert str(trained) not in json.dumps(body)  # where the exports live is not the clients' business
 
 
 BAD_REQUESTS = {
@@ -99,6 +102,7 @@ BAD_REQUESTS = {
     "bad base64": ({"inputs": [{"b64": "%%%"}]}, 400, "not valid base64"),
     "unknown signature": ({"signature_name": "nope", "instances": ["a"]}, 400, "no signature 'nope'; it has: "
                                                                                "serve, serving_default"),
+    "deeply nested": ('{"instances": ' + "[" * 50_000 + "]" * 50_000 + "}", 400, "nested more than 32 levels"),
 }
 
 
@@ -130,6 +134,43 @@ def test_a_body_over_the_limit_is_413(server):
     assert status == 413 and "over the limit of 1048576 bytes" in reply["error"], reply
     status, _ = server.post("/v1/models/sentiment-bilstm:predict", {"instances": ["word " * 1000]})
     assert status == 200
+
+
+def test_work_per_request_is_bounded_and_slow_clients_are_cut_off(trained):
+    import http.client
+
+    with served_in_thread("sentiment-bilstm", "--max-batch-size", "4", "--max-rows-per-request", "12",
+                          "--body-timeout-s", "1", "--header-timeout-s", "1", cwd=trained) as limited:
+        texts = [f"{TEXTS[i % 4]} {i}" for i in range(12)]
+        labels, probabilities = reference(trained / "saved_models" / "sentiment-bilstm" / "1", texts)
+        before = limited.get("/v1/models")[1]["models"][0]["model_calls"]
+        status, body = limited.post("/v1/models/sentiment-bilstm:predict", {"instances": texts})
+        assert status == 200 and [row["label"] for row in body["predictions"]] == labels
+        np.testing.assert_allclose([row["probabilities"] for row in body["predictions"]], probabilities, atol=1e-5)
+        assert limited.get("/v1/models")[1]["models"][0]["model_calls"] - before == 3  # 12 rows in calls of 4
+        status, body = limited.post("/v1/models/sentiment-bilstm:predict", {"instances": texts + ["one more"]})
+        assert status == 413 and "asks for 13 rows" in body["error"] and "--max-rows-per-request" in body["error"]
+
+        # A body that stops arriving: 408 after --body-timeout-s, and the server goes on.
+        slow = http.client.HTTPConnection("127.0.0.1", limited.port, timeout=30)
+        slow.putrequest("POST", "/v1/models/sentiment-bilstm:predict")
+        slow.putheader("Content-Length", "1000")
+        slow.endheaders(b'{"instances": ["a')
+        started = time.monotonic()
+        reply = slow.getresponse()
+        assert reply.status == 408 and "did not arrive within 1 s" in json.loads(reply.read())["error"]
+        assert time.monotonic() - started < 10
+        slow.close()
+
+        # Headers that never end: the connection is closed after --header-timeout-s.
+        import socket
+
+        with socket.create_connection(("127.0.0.1", limited.port), timeout=30) as loris:
+            loris.sendall(b"POST /v1/models/sentiment-bilstm:predict HTTP/1.1\r\nHost: x\r\n")
+            started = time.monotonic()
+            assert loris.recv(1024) == b""  # closed by the server, not by our 30 s timeout
+            assert time.monotonic() - started < 10
+        assert limited.post("/v1/models/sentiment-bilstm:predict", {"instances": ["still there?"]})[0] == 200
 
 
 def concurrent_answers(server, texts, clients=16):

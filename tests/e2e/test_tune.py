@@ -12,6 +12,7 @@ import pytest
 
 from kpipe.cli.commands import main
 from kpipe.tuning.study import GRACE_SECONDS
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.slow
 TINY = ["--set", "data.limit=300", "--set", "training.epochs=2", "--set", "model.max_features=500",
@@ -81,6 +82,43 @@ def test_two_processes_share_one_study_and_never_run_a_trial_twice(space):
     assert 4 <= len(finished) <= 5  # the two may both start the last one
     trials = space / "saved_models" / "sentiment-bigrams" / "tune" / "trials"
     assert len({p.name for p in trials.iterdir()}) == len(states(space))  # one export folder per trial
+    # Both processes have --seed 0; seeded alike, they used to draw the same values pairwise (trials 0 and 1, ...)
+    rates = learning_rates(space)
+    assert len(rates) == len(states(space)) and len(set(rates)) == len(rates), rates
+
+
+def learning_rates(folder):
+    with sqlite3.connect(folder / "saved_models" / "sentiment-bigrams" / "tune" / "study.db") as db:
+        return [row[0] for row in db.execute("SELECT param_value FROM trial_params JOIN trials USING (trial_id) "
+                                             "WHERE param_name = 'training.learning_rate' ORDER BY number")]
+
+
+def test_a_tuner_paused_past_the_grace_period_ends_cleanly_and_the_study_completes(space, monkeypatch):
+    """SIGSTOP (a laptop lid, a VM pause) for longer than the grace period: the other process marks the paused
+    one's trial failed; continued, the paused process used to die with Optuna's "Cannot tell a FAIL trial"."""
+    command = ["tune", "sentiment-bigrams", "--space", "space.toml", *TINY, "--set", "training.epochs=8",
+               "--set", "training.early_stopping_patience=0", "--trials", "2", "--pruner", "none",
+               "--heartbeat-seconds", "1", "--grace-seconds", "2"]
+    paused = subprocess.Popen([sys.executable, "-m", "kpipe", *command], cwd=space, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: running_with_heartbeat(space), timeout=300, every=0.2), "no trial started"
+        paused.send_signal(signal.SIGSTOP)
+        time.sleep(3)  # past the 2 s grace period
+        monkeypatch.chdir(space)  # the other process, in-process: it fails the silent trial and finishes the study
+        assert main(command) == 0
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    _, err = paused.communicate(timeout=300)
+    assert paused.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert states(space)[0] == "FAIL" and states(space).count("COMPLETE") >= 2
+
+
+def running_with_heartbeat(folder):
+    try:
+        return (folder / "saved_models/sentiment-bigrams/tune/study.db").exists() and beating(folder)
+    except sqlite3.OperationalError:  # the database made, its tables not yet
+        return False
 
 
 def test_a_tuner_killed_mid_trial_resumes_the_study_and_marks_that_trial_failed(space, monkeypatch):
@@ -111,17 +149,14 @@ def test_a_trial_left_running_without_a_heartbeat_is_failed_when_the_study_resum
     Optuna's heartbeat rule never fails it, kpipe does once it is older than the grace period."""
     import optuna
 
-    from kpipe.tuning import study as tuning
-
     monkeypatch.chdir(space)
     args = ["tune", "sentiment-bigrams", "--space", "space.toml", *TINY, "--set", "training.epochs=1",
             "--pruner", "none"]
     assert main([*args, "--trials", "1"]) == 0
     database = f"sqlite:///{space / 'saved_models' / 'sentiment-bigrams' / 'tune' / 'study.db'}"
     optuna.load_study(study_name=None, storage=database).ask()  # created, never run: no heartbeat
-    monkeypatch.setattr(tuning, "GRACE_SECONDS", 1)  # instead of waiting 6 s
     time.sleep(1.5)
-    assert main([*args, "--trials", "2"]) == 0
+    assert main([*args, "--trials", "2", "--heartbeat-seconds", "1", "--grace-seconds", "1.2"]) == 0  # not 6 s
     assert states(space) == ["COMPLETE", "FAIL", "COMPLETE"]
 
 

@@ -12,7 +12,7 @@ ROOT = PACKAGE.parent
 
 # Lowest first. A module may import modules of its own layer or of a lower one.
 LAYERS = [
-    ("kpipe.errors", "kpipe.tokens", "kpipe.dependencies", "kpipe.cache"),
+    ("kpipe.errors", "kpipe.tokens", "kpipe.dependencies", "kpipe.cache", "kpipe.redact"),
     ("kpipe.config.strict", "kpipe.config.training"),
     ("kpipe.datasets",),
     ("kpipe.preprocessing",),

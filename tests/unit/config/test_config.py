@@ -132,3 +132,17 @@ def test_an_ensembles_sequence_member_is_chosen_by_its_family():
         load_pipeline("sentiment-ensemble", ['model.sequence = {family = "pretrained"}'])
     with pytest.raises(ConfigError, match=r"unknown key 'model.sequence.unitz' \(did you mean 'model.sequence.units'"):
         load_pipeline("sentiment-ensemble", ["model.sequence.unitz=[3]"])
+
+
+@pytest.mark.parametrize("key", ["learning_rate", "validation_fraction"])
+def test_nan_is_out_of_every_range(key):
+    import math
+
+    from kpipe.config.pipelines import load_pipeline
+
+    section = "training" if key == "learning_rate" else "data"
+    with pytest.raises(ConfigError, match=rf"`{key}` must be a number, not NaN"):
+        load_pipeline("sentiment-bilstm", [f"{section}.{key}=nan"])
+    with pytest.raises(ConfigError, match="`dropout` must be a number, not NaN"):
+        load_pipeline("sentiment-bilstm", ["model.dropout=nan"])  # accepted before: NaN < 0 and NaN > 1 are False
+    assert not math.isnan(load_pipeline("sentiment-bilstm", ["model.dropout=0.5"]).model.dropout)

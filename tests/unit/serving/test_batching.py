@@ -77,3 +77,57 @@ def test_the_server_closes_the_batcher_of_a_version_it_no_longer_serves():
         return old._worker
 
     assert asyncio.run(scenario()).done()
+
+
+def test_requests_of_different_inner_lengths_fail_alone_and_never_wedge_the_batcher():
+    """Two concurrent requests whose arrays cannot be concatenated (inner lengths 3 and 5) used to kill the worker
+    task outside its error handling; every later request then waited forever."""
+    def summing(inputs):
+        return {"y": inputs["x"].sum(axis=1)}
+
+    async def scenario():
+        batcher = MicroBatcher(summing, max_batch_size=8, timeout=0.05, executor=ThreadPoolExecutor(1))
+        first = await asyncio.wait_for(asyncio.gather(batcher({"x": np.ones((1, 3))}), batcher({"x": np.ones((1, 5))}),
+                                                      return_exceptions=True), 5)
+        later = await asyncio.wait_for(batcher({"x": np.ones((2, 4))}), 5)  # still answered
+        await batcher.close()
+        return first, later
+
+    first, later = asyncio.run(scenario())
+    assert [a["y"].tolist() for a in first] == [[3.0], [5.0]]  # retried one by one, each answered
+    assert later["y"].tolist() == [4.0, 4.0]
+
+
+def test_a_failure_the_retry_cannot_catch_answers_the_batch_and_the_worker_lives():
+    def broken(inputs):
+        raise MemoryError("out of memory")  # not an Exception subclass the retry handles
+
+    async def scenario():
+        batcher = MicroBatcher(broken, max_batch_size=8, timeout=0.01, executor=ThreadPoolExecutor(1))
+        answers = await asyncio.wait_for(asyncio.gather(*(batcher({"x": np.ones(1)}) for _ in range(2)),
+                                                        return_exceptions=True), 5)
+        again = await asyncio.wait_for(asyncio.gather(batcher({"x": np.ones(1)}), return_exceptions=True), 5)
+        alive = not batcher._worker.done()
+        await batcher.close()
+        return answers, again, alive
+
+    answers, again, alive = asyncio.run(scenario())
+    assert all(isinstance(a, MemoryError) for a in [*answers, *again]) and alive
+
+
+def test_a_request_over_the_batch_size_runs_in_chunks_that_interleave_with_other_clients():
+    async def scenario():
+        calls, release = [], threading.Event()
+        run = doubling(calls)
+        batcher = MicroBatcher(run, max_batch_size=4, timeout=0.0, executor=ThreadPoolExecutor(1))
+        big = asyncio.create_task(batcher({"x": np.arange(10)}))
+        await asyncio.sleep(0)  # the big request's first chunk is queued
+        small = asyncio.create_task(batcher({"x": np.array([100])}))
+        answers = await asyncio.wait_for(asyncio.gather(big, small), 5)
+        await batcher.close()
+        return calls, answers
+
+    calls, (big, small) = asyncio.run(scenario())
+    assert big["y"].tolist() == [2 * i for i in range(10)] and small["y"].tolist() == [200]
+    assert max(calls) <= 4 and sum(calls) == 11
+    assert calls.index(1) < len(calls) - 1  # the small request was answered before the big one's last chunk

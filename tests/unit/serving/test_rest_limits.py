@@ -1,0 +1,63 @@
+"""What one request may ask of the server: integers that fit their dtype (never wrapped), JSON nested no deeper
+than any signature takes, and rows (or a generator's count) up to the server's limit."""
+
+import pytest
+
+from kpipe.serving import rest
+from kpipe.serving.signatures import Signature
+
+
+@pytest.fixture(scope="module")
+def signatures(tmp_path_factory):
+    """The signatures of a SavedModel, loaded as the server loads them (keyword inputs)."""
+    import tensorflow as tf
+
+    module = tf.Module()
+    module.batched = tf.function(lambda ids: {"doubled": ids * 2},
+                                 input_signature=[tf.TensorSpec([None], tf.int32, name="ids")])
+    module.generate = tf.function(lambda prefix, count: {"names": tf.fill([count], prefix)},
+                                  input_signature=[tf.TensorSpec([], tf.string, name="prefix"),
+                                                   tf.TensorSpec([], tf.int32, name="count")])
+    module.ragged_inside = tf.function(lambda x: {"total": tf.reduce_sum(x, axis=1)},
+                                       input_signature=[tf.TensorSpec([None, None], tf.float32, name="x")])
+    module.fixed_inside = tf.function(lambda x: {"total": tf.reduce_sum(x, axis=1)},
+                                      input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    path = tmp_path_factory.mktemp("signatures") / "1"
+    names = ("batched", "generate", "ragged_inside", "fixed_inside")
+    tf.saved_model.save(module, str(path), signatures={name: getattr(module, name) for name in names})
+    loaded = tf.saved_model.load(str(path))
+    return {name: Signature.of(name, loaded.signatures[name]) for name in names}
+
+
+@pytest.mark.parametrize("value", [2**32 + 5, -(2**31) - 1, 2**70])
+def test_an_integer_outside_its_dtype_is_a_400_naming_the_input_and_range(signatures, value):
+    with pytest.raises(rest.BadRequest, match=rf"input 'ids' holds {value}, outside int32's range"):
+        rest.request_inputs({"instances": [1, value]}, signatures["batched"])
+    arrays, _ = rest.request_inputs({"instances": [1, 2**31 - 1]}, signatures["batched"])
+    assert arrays["ids"].tolist() == [1, 2**31 - 1]
+
+
+def test_deeply_nested_json_is_a_400_not_a_recursion_error():
+    for depth in (rest.MAX_DEPTH + 1, 100_000):  # 100,000: beyond what json.loads can recurse into
+        body = ('{"instances": ' + "[" * depth + "1" + "]" * depth + "}").encode()
+        with pytest.raises(rest.BadRequest, match="nested more than"):
+            rest.parse_body(body)
+    assert rest.parse_body(b'{"instances": [[[1]]]}') == {"instances": [[[1]]]}
+
+
+def test_rows_and_counts_over_the_limit_are_too_large(signatures):
+    arrays, _ = rest.request_inputs({"instances": list(range(9))}, signatures["batched"])
+    with pytest.raises(rest.TooLarge, match="asks for 9 rows .* at most 8 per request"):
+        rest.check_rows(arrays, signatures["batched"], 8)
+    rest.check_rows(arrays, signatures["batched"], 9)
+    arrays, _ = rest.request_inputs({"inputs": {"prefix": "a", "count": 2_000_000_000}}, signatures["generate"])
+    with pytest.raises(rest.TooLarge, match="asks for 2000000000 count"):
+        rest.check_rows(arrays, signatures["generate"], 1024)
+    arrays, _ = rest.request_inputs({"inputs": {"prefix": "a", "count": 3}}, signatures["generate"])
+    rest.check_rows(arrays, signatures["generate"], 1024)
+
+
+def test_a_signature_with_a_variable_inner_input_length_is_never_gathered(signatures):
+    assert not signatures["ragged_inside"].gatherable  # requests of lengths 3 and 5 cannot share a call
+    assert signatures["fixed_inside"].gatherable and signatures["batched"].gatherable
+    assert not signatures["generate"].gatherable
