@@ -96,6 +96,7 @@ SLOWEST_FIRST = [
     "tests/e2e/test_serve.py",  # 76
     "tests/e2e/distribution/test_multi_worker.py",  # 76
     "tests/e2e/test_runs.py",  # 68
+    "tests/e2e/test_kill_windows.py",  # ~35 (2026-12-01, new)
     "tests/e2e/test_translate_end_to_end.py",  # 65
     "tests/e2e/test_transformer_end_to_end.py",  # 61
     "tests/e2e/test_pretrained_pipeline.py",  # 55
@@ -119,6 +120,9 @@ SLOWEST_FIRST = [
     "tests/unit/pretrained/test_families.py",  # 16
     "tests/unit/datasets/test_text_classification.py",  # 12
     "tests/e2e/test_compare.py",  # 11
+    "tests/e2e/test_disk_full.py",  # ~15 (2026-12-01: the real tmpfs case added)
+    "tests/unit/serving/test_repository.py",  # ~8 (2026-12-01, new)
+    "tests/unit/serving/test_rest_limits.py",  # ~6 (2026-12-01, new)
     "tests/unit/models/test_char_transformer.py",  # 10
 ]
 

@@ -29,12 +29,15 @@ def finish_run(work_dir: Path, *, chief: bool = True) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def remove_trash(work_dir: Path) -> None:
-    """Remove what killed cleanups of `work_dir`'s config left (see finish_run)."""
+def trash_of(work_dir: Path) -> list[Path]:
+    """What killed cleanups of `work_dir`'s config left (see finish_run)."""
     parent = work_dir.parent
-    if parent.is_dir():
-        for entry in parent.glob(f"{TRASH_PREFIX}{work_dir.name}-*"):
-            shutil.rmtree(entry, ignore_errors=True)
+    return sorted(parent.glob(f"{TRASH_PREFIX}{work_dir.name}-*")) if parent.is_dir() else []
+
+
+def remove_trash(work_dir: Path) -> None:
+    for entry in trash_of(work_dir):
+        shutil.rmtree(entry, ignore_errors=True)
 
 
 def write_history_csv(history: list[dict], path: Path) -> None:

@@ -66,16 +66,18 @@ class Run:
     def __enter__(self) -> "Run":
         if self.chief:  # other workers only read the chief's state
             self._lock.acquire()
-            run_files.remove_trash(self.work_dir)
             try:
-                run_identity.check_rerun(self.work_dir, getattr(self.config.data, "path", ""), self.export_root)
+                run_identity.check_rerun(self.work_dir, getattr(self.config.data, "path", ""), self.export_root,
+                                         run_files.trash_of(self.work_dir))
             except run_identity.AlreadyPublishedError:
                 run_files.finish_run(self.work_dir)  # what the killed run had left to do
+                run_files.remove_trash(self.work_dir)
                 self._lock.release()
                 raise
             except BaseException:
                 self._lock.release()
                 raise
+            run_files.remove_trash(self.work_dir)
         return self
 
     def __exit__(self, exc_type, *exc) -> None:

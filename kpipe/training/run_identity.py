@@ -75,24 +75,31 @@ def start(work_dir: Path, data_path: str) -> str:
     return run_id
 
 
-def check_rerun(work_dir: Path, data_path: str, export_root: Path) -> None:
+def check_rerun(work_dir: Path, data_path: str, export_root: Path, leftovers: list[Path] = ()) -> None:
     """Before a run resumes from `work_dir`: the data must be what it was, and the run not yet published.
+
+    Args:
+        leftovers: work folders of this config that a killed cleanup left (run_files.trash_of): their run
+            had published its version.
 
     Raises:
         DataChangedError: the data file or folder differs from the one the interrupted run trained on.
         AlreadyPublishedError: a version published by the interrupted run exists (its cleanup was killed).
     """
     found = read_run_file(work_dir)
-    if not found:
+    run_ids = {info["run_id"] for info in [found, *map(read_run_file, leftovers)] if info and info.get("run_id")}
+    if not run_ids:
         return
     from kpipe.exports import manifest, versions
 
     for version in reversed(versions.versions(export_root)):
         try:
-            if manifest.read(export_root / str(version)).get("run_id") == found.get("run_id"):
+            if manifest.read(export_root / str(version)).get("run_id") in run_ids:
                 raise AlreadyPublishedError(export_root / str(version))
         except manifest.WrongExportError:
             continue
+    if not found:
+        return
     before, now = found.get("data"), data_stamp(data_path)
     if before != now:
         what = (before or {}).get("path") or (now or {}).get("path") or data_path or "the data source"
