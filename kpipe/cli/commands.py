@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kpipe.cache import keep_xla_programs
 from kpipe.errors import KpipeError
+from kpipe.redact import mask_passwords
 
 
 
@@ -340,14 +341,20 @@ def open_serving(args):
         raise KpipeError("--max-batch-size must be at least 1, --batch-timeout-ms at least 0, --max-request-mb and "
                          "--poll-seconds above 0")
     if (args.max_rows_per_request < 0 or args.limit_concurrency < 1 or not args.header_timeout_s > 0
-            or not args.body_timeout_s > 0):
+            or not args.body_timeout_s > 0 or not args.max_text_kb > 0 or not args.max_batch_kb > 0):
         raise KpipeError("--max-rows-per-request must be at least 0 (0: 4 x --max-batch-size), --limit-concurrency "
-                         "at least 1, --header-timeout-s and --body-timeout-s above 0")
+                         "at least 1, --header-timeout-s, --body-timeout-s, --max-text-kb and --max-batch-kb above 0")
     # Every model name resolved and the port taken before TensorFlow loads: a mistake fails in a second.
     served = [repository.parse_model_argument(m, args.export_dir) for m in args.models]
     sock = listen.bind(args.host, args.port)
     _import_tensorflow_quietly()
-    from kpipe.serving.app import ServeOptions
+    import tensorflow as tf
+
+    from kpipe.serving.app import MODEL_THREADS, ServeOptions
+
+    # More of TensorFlow's threads than cores: a long op (n-grams of a huge text) then holds one of them, not
+    # the whole pool, and the operating system shares the cores with every other request's ops.
+    tf.config.threading.set_inter_op_parallelism_threads(MODEL_THREADS)
 
     started = time.perf_counter()
     models = repository.ModelRepository(served, warm_up_rows=1 if args.no_batching else args.max_batch_size)
@@ -356,7 +363,8 @@ def open_serving(args):
                            batch_timeout=args.batch_timeout_ms / 1000,
                            max_request_bytes=int(args.max_request_mb * 2**20), poll_seconds=args.poll_seconds,
                            max_rows_per_request=args.max_rows_per_request, limit_concurrency=args.limit_concurrency,
-                           header_timeout=args.header_timeout_s, body_timeout=args.body_timeout_s)
+                           header_timeout=args.header_timeout_s, body_timeout=args.body_timeout_s,
+                           max_text_bytes=int(args.max_text_kb * 1024), max_batch_bytes=int(args.max_batch_kb * 1024))
     return models, sock, options
 
 
@@ -461,6 +469,17 @@ def cmd_compare(args) -> int:
     return 0
 
 
+class _MaskPasswords(logging.Filter):
+    """Shows a URL's password as *** in every log line (see kpipe.redact)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_passwords(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
 def _disk_full(error: BaseException) -> str | None:
     """For a full disk, " writing FILE" (or ""): Python says so with ENOSPC; TensorFlow's writers raise
     ResourceExhaustedError (or another OpError) whose message ends in "No space left on device". Else None."""
@@ -483,6 +502,9 @@ def main(argv: list[str] | None = None) -> int:
     keep_xla_programs()
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    for handler in logging.getLogger().handlers:  # any library's log line that quotes a database URL
+        if not any(isinstance(f, _MaskPasswords) for f in handler.filters):
+            handler.addFilter(_MaskPasswords())
     try:
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's own flush at exit
@@ -490,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     except KpipeError as error:
         if args.debug:
             raise
-        print(f"kpipe: error: {error}", file=sys.stderr)
+        print(f"kpipe: error: {mask_passwords(str(error))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `kpipe list | head -1`: the reader has gone; the rest of the output is not wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush does not fail

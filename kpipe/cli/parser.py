@@ -206,6 +206,11 @@ def add_serve(sub, commands) -> None:
     serve.add_argument("--max-rows-per-request", type=int, default=0,
                        help="rows (instances, or a generator's count) one request may ask for; more get HTTP 413 "
                             "(default 4 x --max-batch-size)")
+    serve.add_argument("--max-text-kb", type=float, default=64.0,
+                       help="a longer text in a request gets HTTP 413 (default 64 KiB)")
+    serve.add_argument("--max-batch-kb", type=float, default=1024.0,
+                       help="text per model call at most: a request with more runs as several calls that interleave "
+                            "with other clients' (default 1024 KiB)")
     serve.add_argument("--limit-concurrency", type=int, default=512,
                        help="open connections and requests at most; beyond, HTTP 503 at once (default 512)")
     serve.add_argument("--header-timeout-s", type=float, default=10.0,

@@ -10,9 +10,9 @@ answered as sent, 404 for an unknown model, version or path, 408 for a body that
 in time, 413 for a body or a number of rows over the limits, 500 for a failure inside the model,
 503 when more connections are open than the server takes. The server keeps serving after any of them.
 
-The work one request can cause is bounded (`ServeOptions`): its body's bytes, its rows (a request
-above `max_batch_size` rows is cut into calls of that size that interleave with other clients'), a
-generator's `count`, the depth of its JSON. Decoding and rendering run in threads, never on the event
+The work one request can cause is bounded (`ServeOptions`): its body's bytes, its rows and the length
+of each text (a request above `max_batch_size` rows or `max_batch_bytes` of text is cut into calls
+of that size that interleave with other clients'), a generator's `count`, the depth of its JSON. Decoding and rendering run in threads, never on the event
 loop, so one large request does not stall the other clients.
 """
 
@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +47,11 @@ MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>[
                         r"(?:(?P<verb>:[A-Za-z]+)|(?P<metadata>/metadata))?$")
 
 
+# TensorFlow's inter-op threads in a server: more than the cores and the calls that can run at once, so that
+# one long call never takes every thread (measured with benchmarks/serve_abuse.py's huge bodies).
+MODEL_THREADS = max(8, 2 * (os.cpu_count() or 1))
+
+
 @dataclass
 class ServeOptions:
     batching: bool = True
@@ -53,6 +59,8 @@ class ServeOptions:
     batch_timeout: float = 0.001      # seconds the first request of a batch waits for others
     max_request_bytes: int = 16 << 20
     max_rows_per_request: int = 0     # rows (or a generator's `count`) one request may ask for; 0: 4 x max_batch_size
+    max_text_bytes: int = 64 << 10    # one text at most
+    max_batch_bytes: int = 1 << 20    # text per model call at most (a larger request runs as several calls)
     poll_seconds: float = 2.0         # how often folders of versions are checked for a new version
     threads: int = 4                  # calls running at once (requests that cannot share a call)
     limit_concurrency: int = 512      # open connections and requests at most; beyond, 503 at once
@@ -84,6 +92,8 @@ class ModelServer:
         self.executor = ThreadPoolExecutor(max_workers=options.threads, thread_name_prefix="kpipe-serve")
         # JSON decoding, array conversion and rendering: off the event loop, and not in the model threads
         self.codec = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kpipe-json")
+        # Loading and warming up new versions: one thread at a lower CPU priority than the serving threads
+        self.loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-load", initializer=_lower_priority)
         self.batchers: dict[tuple[str, int, str], MicroBatcher] = {}
         self.closing: set[asyncio.Task] = set()  # retired versions' batchers, answering what they hold
         self.counts = {name: {"requests": 0, "model_calls": 0} for name in repository.models}
@@ -109,10 +119,12 @@ class ModelServer:
             if signature is None:
                 raise rest.BadRequest(f"model '{name}' has no signature '{signature_name}'; it has: "
                                       f"{', '.join(sorted(current.signatures))}")
+            rest.check_listed_rows(request, signature, self.options.row_limit)
             inputs, rows = rest.request_inputs(request, signature)
         except RecursionError:  # nesting the depth check let through but a conversion could not follow
             raise rest.BadRequest(rest.TOO_DEEP) from None
         rest.check_rows(inputs, signature, self.options.row_limit)
+        rest.check_text_sizes(inputs, self.options.max_text_bytes)
         return signature_name, signature, inputs, rows
 
     async def predict(self, name: str, version: str | None, body: bytes) -> Response:
@@ -141,7 +153,9 @@ class ModelServer:
                 task.add_done_callback(self.closing.discard)
             self.batchers[key] = MicroBatcher(self.counted(name, current.signatures[signature_name]),
                                               max_batch_size=self.options.max_batch_size,
-                                              timeout=self.options.batch_timeout, executor=self.executor)
+                                              timeout=self.options.batch_timeout, executor=self.executor,
+                                              concurrency=self.options.threads,
+                                              max_batch_bytes=self.options.max_batch_bytes)
         return self.batchers[key]
 
     def counted(self, name: str, signature):
@@ -204,9 +218,18 @@ class ModelServer:
         while True:
             await asyncio.sleep(self.options.poll_seconds)
             try:
-                await loop.run_in_executor(None, self.repository.poll)
+                await loop.run_in_executor(self.loader, self.repository.poll)
             except Exception:  # never let the poller die: the served versions keep serving
                 log.exception("checking for new versions failed")
+
+
+def _lower_priority() -> None:
+    """Lower the calling thread's CPU priority (Linux: a thread is a task with its own nice value), so that
+    loading a new version takes the cores only when serving leaves them idle."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):  # not Linux, or not allowed: loads at the usual priority
+        pass
 
 
 def _graph_error(message: str) -> str:
@@ -273,6 +296,7 @@ def build_app(repository: ModelRepository, options: ServeOptions | None = None) 
             poller.cancel()
             server.executor.shutdown(wait=False, cancel_futures=True)
             server.codec.shutdown(wait=False, cancel_futures=True)
+            server.loader.shutdown(wait=False, cancel_futures=True)
 
     app = Starlette(routes=[Route("/v1/models", listing, methods=["GET"]),
                             Route("/v1/models/{rest:path}", models, methods=["GET", "POST"])],

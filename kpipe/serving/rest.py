@@ -122,6 +122,29 @@ def rows_asked(arrays: dict[str, np.ndarray], signature: Signature) -> int:
     return 1
 
 
+def check_listed_rows(request: dict, signature: Signature, limit: int) -> None:
+    """TooLarge for a batched request that lists more than `limit` rows, before any conversion (turning 50,000
+    rows into arrays only to refuse them would cost more than answering a small request)."""
+    if not signature.batched:
+        return
+    value = request.get("instances", request.get("inputs"))
+    if isinstance(value, dict) and set(value) != {"b64"}:
+        value = next(iter(value.values()), None)
+    if isinstance(value, list) and len(value) > limit:
+        raise TooLarge(f"the request asks for {len(value)} rows (instances); this server answers at most {limit} "
+                       "per request (--max-rows-per-request): split it into several requests")
+
+
+def check_text_sizes(arrays: dict[str, np.ndarray], limit: int) -> None:
+    """TooLarge when one text is longer than `limit` bytes (a text model's work and memory grow with it)."""
+    for name, array in arrays.items():
+        if array.dtype == object and array.size:
+            longest = max(map(len, array.reshape(-1)))
+            if longest > limit:
+                raise TooLarge(f"input '{name}' holds a text of {longest} bytes; this server takes texts of at "
+                               f"most {limit} bytes (--max-text-kb): shorten or split it")
+
+
 def check_rows(arrays: dict[str, np.ndarray], signature: Signature, limit: int) -> None:
     """Raises TooLarge when the request asks for more than `limit` rows."""
     rows = rows_asked(arrays, signature)

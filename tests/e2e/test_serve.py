@@ -253,6 +253,9 @@ def test_a_savedmodel_that_does_not_load_is_one_line_exit_2_in_a_fresh_process(t
                                "with NAME=WHERE (letters, digits, '-', '_', '.')", True),
     (["sentiment-bilstm", "--max-batch-size", "0"], "kpipe: error: --max-batch-size must be at least 1, "
      "--batch-timeout-ms at least 0, --max-request-mb and --poll-seconds above 0", True),
+    (["sentiment-bilstm", "--header-timeout-s", "0"], "kpipe: error: --max-rows-per-request must be at least 0 (0: "
+     "4 x --max-batch-size), --limit-concurrency at least 1, --header-timeout-s, --body-timeout-s, --max-text-kb and "
+     "--max-batch-kb above 0", True),
     (["sentiment-bilstm", "saved_models/sentiment-bilstm/1"], "kpipe: error: two models would be served as "
                                                               "'sentiment-bilstm'", False),
 ])

@@ -195,6 +195,8 @@ def test_a_hopeless_trial_is_pruned_after_its_first_epoch_but_never_after_its_la
     ('"model.ngrams" = [1, 2]\n', ["--trials", "0"], "--trials must be at least 1"),
     ('"model.ngrams" = [1, 2]\n', ["--pruner", "medain"], "--pruner must be one of median, successive_halving, hyperband, none"),
     ('"model.ngrams" = [1, 2]\n', ["--prune-after", "0"], "--prune-after must be at least 1 epoch"),
+    ('"model.ngrams" = [1, 2]\n', ["--grace-seconds", "1"], "--heartbeat-seconds must be at least 1 and "
+                                                            "--grace-seconds above it. Received: 2 and 1"),
     ('"model.ngrams" = [1]\n', ["--include-defaults"],
      "--include-defaults: the pipeline's model.ngrams=2 is not among the search space's choices for model.ngrams"),
     ('"training.learning_rate" = {low = 0.01, high = 0.1}\n', ["--include-defaults"],
@@ -213,3 +215,27 @@ def test_a_pipeline_without_a_space_says_how_to_give_one(tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     assert main(["tune", "electricity-mstl"]) == 2
     assert "has no [tune] table to search" in capsys.readouterr().err
+
+
+def test_the_storage_url_comes_from_the_environment_and_its_password_is_never_shown(tmp_path, monkeypatch, caplog):
+    """KPIPE_TUNE_STORAGE keeps the URL off the command line; its password shows as *** in the log line that
+    names the study's database (the lock note: tests/unit/training/test_run_lock.py)."""
+    from kpipe.tuning import study as tuning
+
+    url = "sqlite:///" + str(tmp_path / "study.db")
+    seen = {}
+
+    def opened(optuna, options, *args, **kwargs):
+        seen["storage"] = options.storage
+        return open_study(optuna, options.__class__(**{**options.__dict__, "storage": url}), *args, **kwargs)
+
+    open_study = tuning._open_study
+    monkeypatch.setattr(tuning, "_open_study", opened)
+    monkeypatch.setenv("KPIPE_TUNE_STORAGE", "postgresql://ann:s3cret@db.example/kpipe")
+    (tmp_path / "space.toml").write_text(SPACE)
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level("INFO"):
+        assert main(["tune", "sentiment-bigrams", "--space", "space.toml", *TINY, "--set", "training.epochs=1",
+                     "--trials", "1", "--pruner", "none"]) == 0
+    assert seen["storage"] == "postgresql://ann:s3cret@db.example/kpipe"  # read from the environment
+    assert "postgresql://ann:***@db.example/kpipe" in caplog.text and "s3cret" not in caplog.text

@@ -64,7 +64,7 @@ def test_the_server_closes_the_batcher_of_a_version_it_no_longer_serves():
     from kpipe.serving.app import ModelServer
 
     repository = SimpleNamespace(models={"m": None})
-    options = SimpleNamespace(threads=1, max_batch_size=4, batch_timeout=0.0)
+    options = SimpleNamespace(threads=1, max_batch_size=4, batch_timeout=0.0, max_batch_bytes=1 << 20)
     version = {v: SimpleNamespace(version=v, signatures={"serve": doubling([])}) for v in (1, 2)}
 
     async def scenario():
@@ -131,3 +131,48 @@ def test_a_request_over_the_batch_size_runs_in_chunks_that_interleave_with_other
     assert big["y"].tolist() == [2 * i for i in range(10)] and small["y"].tolist() == [200]
     assert max(calls) <= 4 and sum(calls) == 11
     assert calls.index(1) < len(calls) - 1  # the small request was answered before the big one's last chunk
+
+
+def test_a_slow_call_does_not_hold_up_the_small_requests_behind_it():
+    async def scenario(concurrency):
+        release, order = threading.Event(), []
+
+        def run(inputs):
+            if inputs["x"][0] == 0:  # the slow one (huge texts, say)
+                release.wait(5)
+            order.append(int(inputs["x"][0]))
+            return {"y": inputs["x"]}
+
+        batcher = MicroBatcher(run, max_batch_size=1, timeout=0.0, executor=ThreadPoolExecutor(2),
+                               concurrency=concurrency)
+        slow = asyncio.create_task(batcher({"x": np.array([0])}))
+        await asyncio.sleep(0.05)
+        small = asyncio.create_task(batcher({"x": np.array([1])}))
+        done, _ = await asyncio.wait([small], timeout=0.5)
+        release.set()
+        await asyncio.gather(slow, small)
+        await batcher.close()
+        return bool(done), order
+
+    assert asyncio.run(scenario(2)) == (True, [1, 0])   # answered while the slow call ran
+    assert asyncio.run(scenario(1)) == (False, [0, 1])  # one call at a time: it waited
+
+
+def test_a_request_with_more_text_than_a_call_takes_runs_as_several_calls():
+    async def scenario():
+        calls = []
+
+        def run(inputs):
+            calls.append([len(t) for t in inputs["t"]])
+            return {"n": np.array([len(t) for t in inputs["t"]])}
+
+        batcher = MicroBatcher(run, max_batch_size=100, timeout=0.0, executor=ThreadPoolExecutor(1),
+                               max_batch_bytes=10)
+        texts = np.array([b"aaaa", b"bbbb", b"cccc", b"d" * 25, b"e"], dtype=object)
+        answer = await batcher({"t": texts})
+        await batcher.close()
+        return calls, answer
+
+    calls, answer = asyncio.run(scenario())
+    assert answer["n"].tolist() == [4, 4, 4, 25, 1]
+    assert calls == [[4, 4], [4], [25], [1]]  # at most 10 bytes a call; a longer text alone

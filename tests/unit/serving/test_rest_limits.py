@@ -46,6 +46,10 @@ def test_deeply_nested_json_is_a_400_not_a_recursion_error():
 
 
 def test_rows_and_counts_over_the_limit_are_too_large(signatures):
+    for request in ({"instances": list(range(9))}, {"inputs": list(range(9))}, {"inputs": {"ids": list(range(9))}}):
+        with pytest.raises(rest.TooLarge, match="asks for 9 rows"):  # refused before any conversion
+            rest.check_listed_rows(request, signatures["batched"], 8)
+        rest.check_listed_rows(request, signatures["batched"], 9)
     arrays, _ = rest.request_inputs({"instances": list(range(9))}, signatures["batched"])
     with pytest.raises(rest.TooLarge, match="asks for 9 rows .* at most 8 per request"):
         rest.check_rows(arrays, signatures["batched"], 8)
@@ -61,3 +65,13 @@ def test_a_signature_with_a_variable_inner_input_length_is_never_gathered(signat
     assert not signatures["ragged_inside"].gatherable  # requests of lengths 3 and 5 cannot share a call
     assert signatures["fixed_inside"].gatherable and signatures["batched"].gatherable
     assert not signatures["generate"].gatherable
+
+
+def test_a_text_over_the_limit_is_too_large_naming_the_input():
+    import numpy as np
+
+    texts = {"text": np.array([b"short", b"x" * 2000], dtype=object)}
+    with pytest.raises(rest.TooLarge, match="input 'text' holds a text of 2000 bytes; .* at most 1024 bytes"):
+        rest.check_text_sizes(texts, 1024)
+    rest.check_text_sizes(texts, 2000)
+    rest.check_text_sizes({"x": np.zeros((2, 3))}, 1)  # numbers are not texts

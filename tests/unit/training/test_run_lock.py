@@ -34,3 +34,14 @@ def test_a_failed_run_that_wrote_nothing_leaves_no_trace(tmp_path):
     lock.acquire()
     lock.release(remove=True)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_owner_note_never_holds_a_database_password(tmp_path, monkeypatch):
+    monkeypatch.setattr("sys.argv", ["kpipe", "tune", "x", "--storage", "postgresql://bob:hunter2@db/kpipe"])
+    lock = RunLock(tmp_path / "x", "abc123")
+    lock.acquire()
+    try:
+        note = json.loads(lock.owner_path.read_text())
+    finally:
+        lock.release()
+    assert note["command"] == "kpipe tune x --storage postgresql://bob:***@db/kpipe"

@@ -1,0 +1,300 @@
+"""`kpipe serve` under hostile load on 127.0.0.1: do well-behaved clients notice?
+
+Well-behaved clients (4 threads, each with its own keep-alive connection, one tweet per request) are
+measured alone and while, in turn:
+  (a) slow clients hold connections: 150 sockets trickling request headers a byte at a time (and
+      reconnecting when the server cuts them off), plus 10 that send headers and then a trickling body;
+  (b) clients send maximum-size bodies (just under --max-request-mb): 60 KB texts as many as fit, and one
+      2 MiB text (refused: over --max-text-kb);
+  (c) clients ask for huge row counts: 50,000 rows in one body (413 by --max-rows-per-request) and
+      4 x --max-batch-size rows (answered in chunks that interleave with everyone else's);
+  (d) a new version is published every 2 s (copied and renamed in, as `kpipe run` does);
+  (e) a broken version is published (a corrupt saved_model.pb), then a good one after it.
+For each: the good clients' requests, failures, p50/p99 latency and p99 against p99 alone (measured
+in the same run, before and after the abuse phases; the ratio uses the worse of the two), and the
+server's peak RSS. The abuse phases run in one order in odd repeats and the reverse in even ones;
+the table shows each repeat. Loopback only; every loop is bounded in time and stops by itself.
+
+Usage (from the repository root):
+    python benchmarks/serve_abuse.py                       # trains a small sentiment-bigrams first (~1 min)
+    python benchmarks/serve_abuse.py --model saved_models/sentiment-bilstm/1 --seconds 15 --repeats 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+MAX_REQUEST_MB, MAX_BATCH = 4, 256
+TEXTS = ["@united thank you, the crew was great", "3 hours on the tarmac again", "ok flight I guess",
+         "lost my bag, again", "the new seats are lovely", "why is every flight delayed"]
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Server:
+    def __init__(self, folder: Path):
+        args = [sys.executable, "-m", "kpipe", "serve", f"m={folder}", "--port", "0", "--max-request-mb",
+                str(MAX_REQUEST_MB), "--max-batch-size", str(MAX_BATCH), "--header-timeout-s", "5",
+                "--body-timeout-s", "10", "--poll-seconds", "0.5", "--limit-concurrency", "512"]
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.log: list[str] = []
+        for line in self.process.stdout:
+            self.log.append(line)
+            match = re.search(r"^Listening on http://127\.0\.0\.1:(\d+)", line)
+            if match:
+                self.port = int(match.group(1))
+                break
+        else:
+            raise SystemExit("the server did not start:\n" + "".join(self.log[-20:]))
+        threading.Thread(target=lambda: self.log.extend(self.process.stdout), daemon=True).start()
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def good_clients(port: int, seconds: float, threads: int = 4) -> tuple[list[float], int]:
+    """(latencies of the answered requests, failed requests) of well-behaved clients for `seconds`."""
+    latencies, failures, lock = [], [0], threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def client(index: int):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        i = index
+        while time.monotonic() < deadline:
+            body = json.dumps({"instances": [f"{TEXTS[i % len(TEXTS)]} {i}"]})
+            i += threads
+            start = time.perf_counter()
+            try:
+                connection.request("POST", "/v1/models/m:predict", body, {"Content-Type": "application/json"})
+                reply = connection.getresponse()
+                reply.read()
+                ok = reply.status == 200
+            except (OSError, http.client.HTTPException):
+                ok = False
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            with lock:
+                if ok:
+                    latencies.append(time.perf_counter() - start)
+                else:
+                    failures[0] += 1
+        connection.close()
+
+    workers = [threading.Thread(target=client, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return latencies, failures[0]
+
+
+# === The abusers: each runs until `stop` is set ===
+
+def slow_clients(port: int, stop: threading.Event, count: int = 150, body_count: int = 10):
+    header = b"POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    sockets: dict[int, tuple[socket.socket, int, bool]] = {}
+
+    def connect(i):
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=1)
+            s.setblocking(False)
+            if i < body_count:  # headers whole, then a body that trickles
+                s.sendall(b"POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+            sockets[i] = (s, 0, i < body_count)
+        except OSError:
+            sockets.pop(i, None)
+
+    for i in range(count):
+        connect(i)
+    while not stop.wait(0.2):
+        for i in range(count):
+            if i not in sockets:
+                connect(i)
+                continue
+            s, sent, body = sockets[i]
+            try:
+                s.send(b"x" if body else header[sent % len(header):sent % len(header) + 1])
+                sockets[i] = (s, sent + 1, body)
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:  # cut off by the server: come back
+                s.close()
+                connect(i)
+    for s, _, _ in sockets.values():
+        s.close()
+
+
+def post_loop(port: int, stop: threading.Event, body: bytes):
+    while not stop.is_set():
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            connection.request("POST", "/v1/models/m:predict", body, {"Content-Type": "application/json"})
+            connection.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            pass
+        finally:
+            connection.close()
+
+
+def big_bodies(port: int, stop: threading.Event):
+    """Bodies just under --max-request-mb: texts just under --max-text-kb (64 KiB), as many as fit (answered,
+    in calls of at most --max-batch-kb of text), and one 2 MiB text (413: over --max-text-kb)."""
+    word = "delayed again, thanks a lot "
+    text = word * (60_000 // len(word))
+    accepted = json.dumps({"instances": [text] * ((MAX_REQUEST_MB * 2**20 - 1000) // (len(text) + 3))}).encode()
+    refused = json.dumps({"instances": [word * (2**21 // len(word))]}).encode()
+    workers = [threading.Thread(target=post_loop, args=(port, stop, body)) for body in (accepted, refused)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def huge_counts(port: int, stop: threading.Event):
+    refused = json.dumps({"instances": [""] * 50_000}).encode()            # 413: over the row limit
+    chunked = json.dumps({"instances": ["a delayed flight"] * (4 * MAX_BATCH)}).encode()  # served in chunks
+    workers = [threading.Thread(target=post_loop, args=(port, stop, body)) for body in (refused, chunked)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def publish_copy(folder: Path, source: Path, broken: bool = False) -> int:
+    numbers = [int(p.name) for p in folder.iterdir() if p.name.isdigit()]
+    number = max(numbers) + 1
+    tmp = folder / f".bench-{number}"
+    shutil.copytree(source, tmp)
+    if broken:
+        (tmp / "saved_model.pb").write_bytes(b"not a SavedModel")
+    tmp.rename(folder / str(number))
+    return number
+
+
+def new_versions(folder: Path, source: Path, stop: threading.Event):
+    while not stop.wait(2.0):
+        publish_copy(folder, source)
+
+
+def broken_version(folder: Path, source: Path, stop: threading.Event):
+    publish_copy(folder, source, broken=True)
+    if not stop.wait(4.0):
+        publish_copy(folder, source)  # and a good one after it: served again
+
+
+ABUSES = {
+    "(a) slow clients hold connections": lambda port, folder, source, stop: slow_clients(port, stop),
+    "(b) maximum-size bodies": lambda port, folder, source, stop: big_bodies(port, stop),
+    "(c) huge row counts": lambda port, folder, source, stop: huge_counts(port, stop),
+    "(d) a new version every 2 s": lambda port, folder, source, stop: new_versions(folder, source, stop),
+    "(e) a broken version published": lambda port, folder, source, stop: broken_version(folder, source, stop),
+}
+
+
+def phase(server: Server, seconds: float, abuse=None, folder=None, source=None):
+    stop, peak = threading.Event(), [rss_mib(server.process.pid)]
+    threads = []
+    if abuse is not None:
+        threads.append(threading.Thread(target=abuse, args=(server.port, folder, source, stop)))
+
+    def watch():
+        while not stop.wait(0.2):
+            peak[0] = max(peak[0], rss_mib(server.process.pid))
+
+    threads.append(threading.Thread(target=watch))
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0 if abuse is not None else 0)  # the abuse under way before the good clients are measured
+    latencies, failures = good_clients(server.port, seconds)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=120)
+    return latencies, failures, peak[0]
+
+
+def quantile(values, q):
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else float("nan")
+
+
+def train_small_model(folder: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "kpipe", "run", "sentiment-bigrams", "--set", "data.limit=4000",
+                    "--set", "training.epochs=2", "--set", "evaluation.baseline=false",
+                    "--set", f'export.dir="{folder}"'], check=True, stdout=subprocess.DEVNULL)
+    return folder / "sentiment-bigrams" / "1"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help="a version folder to serve (default: train a small sentiment-bigrams)")
+    parser.add_argument("--seconds", type=float, default=10, help="good clients' time per phase")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--only", default="abcde", help="the abuse phases to run, by letter (default: abcde)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="kpipe-serve-abuse-"))
+    try:
+        source = Path(args.model) if args.model else train_small_model(work / "trained")
+        rows = []
+        for repeat in range(args.repeats):
+            folder = work / f"served-{repeat}"
+            folder.mkdir()
+            shutil.copytree(source, folder / "1")
+            server = Server(folder)
+            try:
+                names = [name for name in ABUSES if name[1] in args.only]
+                names = names if repeat % 2 == 0 else names[::-1]
+                alone = [phase(server, args.seconds)]
+                results = {name: phase(server, args.seconds, ABUSES[name], folder, source) for name in names}
+                alone.append(phase(server, args.seconds))
+                reference = max(quantile(a[0], 99) for a in alone)
+                for name, (latencies, failures, peak) in [("alone, before", alone[0]), *results.items(),
+                                                          ("alone, after", alone[1])]:
+                    p99 = quantile(latencies, 99)
+                    rows.append((repeat + 1, name, len(latencies), failures, 1000 * quantile(latencies, 50),
+                                 1000 * p99, p99 / reference, peak))
+                served = json.loads(_get(server.port, "/v1/models"))["models"][0]["version"]
+                print(f"repeat {repeat + 1}: the server answered throughout and ended on version {served}; "
+                      f"its log has {sum('keeping version' in line for line in server.log)} 'keeping version' "
+                      f"line(s)", flush=True)
+            finally:
+                server.stop()
+        print(f"\n{'repeat':>6}  {'phase':<36} {'requests':>8} {'failed':>6} {'p50 ms':>7} {'p99 ms':>7} "
+              f"{'p99/alone':>9} {'RSS MiB':>8}")
+        for repeat, name, count, failed, p50, p99, ratio, peak in rows:
+            print(f"{repeat:>6}  {name:<36} {count:>8} {failed:>6} {p50:>7.1f} {p99:>7.1f} {ratio:>9.2f} "
+                  f"{peak:>8.0f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _get(port: int, path: str) -> bytes:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("GET", path)
+        return connection.getresponse().read()
+    finally:
+        connection.close()
+
+
+if __name__ == "__main__":
+    main()
