@@ -293,7 +293,8 @@ def cmd_predict(args) -> int:
     for p in predict_texts(model_dir, texts):
         if args.json:
             print(json.dumps({"text": p.text, "label": p.label, "probability": round(p.probability, 6),
-                              "probabilities": {k: round(v, 6) for k, v in p.probabilities.items()}},
+                              "probabilities": {k: round(v, 6) for k, v in p.probabilities.items()},
+                              **({"labels": list(p.labels)} if p.labels is not None else {})},
                              ensure_ascii=False))
         else:
             print(f"{p.label}\t{p.probability:.4f}\t{p.text}")
@@ -354,7 +355,10 @@ def open_serving(args):
 
     # More of TensorFlow's threads than cores: a long op (n-grams of a huge text) then holds one of them, not
     # the whole pool, and the operating system shares the cores with every other request's ops.
-    tf.config.threading.set_inter_op_parallelism_threads(MODEL_THREADS)
+    try:
+        tf.config.threading.set_inter_op_parallelism_threads(MODEL_THREADS)
+    except RuntimeError:  # TensorFlow already ran in this process (a test, a notebook): its pool stays
+        logging.getLogger(__name__).debug("TensorFlow is initialized: its inter-op thread pool stays as it is")
 
     started = time.perf_counter()
     models = repository.ModelRepository(served, warm_up_rows=1 if args.no_batching else args.max_batch_size)

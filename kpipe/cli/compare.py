@@ -91,6 +91,8 @@ def comparison_rows(runs: Sequence[RunRecord]) -> tuple[list[str], list[list[str
     from kpipe.config.tasks import TASKS
 
     headline = list(TASKS[runs[0].task].headline)
+    if any("micro_f1" in run.metrics for run in runs):  # classifiers of several labels per text
+        headline = ["micro_f1", "macro_f1", "subset_accuracy", "baseline.micro_f1"]
     keys = differing_keys(runs)
     header = ["run", *headline, "epochs", "train s", *keys]
 

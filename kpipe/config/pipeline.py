@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from kpipe.config.strict import did_you_mean, dumps_toml, from_dict, to_dict
+from kpipe.config.strict import check_choice, check_range, did_you_mean, dumps_toml, from_dict, to_dict
 from kpipe.errors import ConfigError
 from kpipe.config.tasks import TASKS
 from kpipe.config.training import EARLY_STOPPING_MONITORS, TrainingConfig
@@ -43,10 +43,25 @@ class EvaluationConfig:
         baseline: also fit the simple models a user would try instead, on the same split, and report
             them beside the model: for text classifiers TF-IDF (1-2 grams) + logistic regression, for
             forecasters MSTL and AutoETS (statsforecast; naive and seasonal naive are always there).
-            Turn off for data too big for them.
+            Turn off for data too big for them. With several labels per text: one-vs-rest TF-IDF +
+            logistic regression, its C and per-label thresholds chosen on validation.
+        baseline_analyzer: the text baseline's n-grams: "word" (1-2 grams) or "char" (1-4 grams, for
+            single words such as names).
+        thresholds: several labels per text: "per_label" (each label's best-F1 threshold on validation)
+            or "global" (`threshold` for every label).
+        threshold: the global decision threshold, and the fallback of a label without a positive example
+            in validation.
     """
 
     baseline: bool = True
+    baseline_analyzer: str = "word"
+    thresholds: str = "per_label"
+    threshold: float = 0.5
+
+    def __post_init__(self):
+        check_choice("baseline_analyzer", self.baseline_analyzer, ("word", "char"))
+        check_choice("thresholds", self.thresholds, ("per_label", "global"))
+        check_range("threshold", self.threshold, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +144,9 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
     if tasks and task not in tasks:
         raise ConfigError(f"training.early_stopping_monitor='{config.training.early_stopping_monitor}' is logged by "
                           f"{' and '.join(tasks)} pipelines only, not {task}; use 'val_loss'")
+    if config.training.early_stopping_monitor == "val_micro_f1" and not getattr(config.data, "multi_label", False):
+        raise ConfigError("training.early_stopping_monitor='val_micro_f1' is logged with several labels per text "
+                          "only (data.label_separator or data.label_columns); use 'val_accuracy' or 'val_loss'")
     if config.training.refit_with_validation and task != "forecast":
         raise ConfigError(f"training.refit_with_validation is for forecast pipelines, not {task}; remove it")
     if spec.check:

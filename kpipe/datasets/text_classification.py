@@ -16,9 +16,9 @@ from typing import ClassVar, TYPE_CHECKING
 import numpy as np
 
 from kpipe.config.strict import check_range, check_split_fractions
-from kpipe.datasets import embedded, files, tfds_source
+from kpipe.datasets import embedded, files, label_sets, tfds_source
 from kpipe.datasets.source import DataSourceConfig
-from kpipe.datasets.splits import split_indices
+from kpipe.datasets.splits import split_indices, split_of_key
 from kpipe.errors import DataError
 
 if TYPE_CHECKING:
@@ -40,6 +40,12 @@ class TextClassificationDataConfig(DataSourceConfig):
         label_column: column holding the label (file source).
         label_names: names for integer labels 0..n-1 (e.g. ["negative", "positive"]); not used
             when the labels are already names.
+        label_separator: several labels per text: `label_column` holds sets joined by this string
+            (e.g. "|": "politics|sports"; the empty string is no label).
+        label_columns: several labels per text: one 0/1 column per label (e.g. ["toxic", "insult"]),
+            instead of `label_column`.
+        min_label_count: with several labels per text, labels with fewer training examples are dropped
+            (named in the log).
         limit: use at most this many examples (0 = all), a seeded random sample (per split for
             sources with their own test split). For quick runs and tests.
         validation_fraction: share of the (training) examples held out for validation.
@@ -56,6 +62,9 @@ class TextClassificationDataConfig(DataSourceConfig):
     text_column: str = "text"
     label_column: str = "label"
     label_names: tuple[str, ...] = ()
+    label_separator: str = ""
+    label_columns: tuple[str, ...] = ()
+    min_label_count: int = 5
     limit: int = 0
     validation_fraction: float = 0.1
     test_fraction: float = 0.1
@@ -68,11 +77,25 @@ class TextClassificationDataConfig(DataSourceConfig):
         check_split_fractions(self.validation_fraction, self.test_fraction, allow_zero=True)
         if len(set(self.label_names)) != len(self.label_names):
             raise ValueError(f"`label_names` must be distinct. Received: label_names={list(self.label_names)}")
+        check_range("min_label_count", self.min_label_count, low=1)
+        if self.label_separator and self.label_columns:
+            raise ValueError("set one of `label_separator` (one column of label sets) and `label_columns` (one 0/1 "
+                             "column per label), not both")
+        if len(set(self.label_columns)) != len(self.label_columns):
+            raise ValueError(f"`label_columns` must be distinct. Received: label_columns={list(self.label_columns)}")
+        if self.label_columns and self.source != "file":
+            raise ValueError(f"`label_columns` needs source='file' (a table). Received: source={self.source!r}")
+
+    @property
+    def multi_label(self) -> bool:
+        """Several labels per text (sigmoid outputs, one threshold per label)."""
+        return bool(self.label_separator or self.label_columns)
 
 
 @dataclasses.dataclass(frozen=True)
 class TextExamples:
-    """Texts with integer label ids. `texts` is an object array of str, `labels` int32 of shape (n,)."""
+    """Texts with integer label ids: `texts` is an object array of str, `labels` int32 of shape (n,); with
+    several labels per text, `labels` is a float32 0/1 matrix of shape (n, labels)."""
 
     texts: np.ndarray
     labels: np.ndarray
@@ -89,6 +112,7 @@ class TextSplits:
     validation: TextExamples
     test: TextExamples
     label_names: tuple[str, ...]
+    multi_label: bool = False  # several labels per text: `labels` are (n, labels) 0/1 matrices
 
     @property
     def num_classes(self) -> int:
@@ -101,12 +125,20 @@ def read_examples(config: TextClassificationDataConfig) -> pd.DataFrame:
         frame = embedded.read(config.name, "text classification")
     elif config.source == "file":
         frame = files.read_table(config.path, encoding=config.encoding)
-        missing = [c for c in (config.text_column, config.label_column) if c not in frame.columns]
+        wanted = (config.text_column, *(config.label_columns or (config.label_column,)))
+        missing = [c for c in wanted if c not in frame.columns]
         if missing:
+            setting = "data.label_columns" if config.label_columns else "data.text_column / data.label_column"
             raise DataError(f"{config.path} has no column {', '.join(map(repr, missing))}; its columns are "
-                            f"{', '.join(map(repr, frame.columns))}: set data.text_column / data.label_column")
+                            f"{', '.join(map(repr, frame.columns))}: set {setting}")
+        if config.label_columns:  # one 0/1 column per label -> one column of sets
+            import pandas as pd
+
+            sets = label_sets.sets_from_columns(frame, config.label_columns, config.describe())
+            frame = pd.DataFrame({"text": frame[config.text_column], "label": sets,
+                                  **({"split": frame["split"]} if "split" in frame.columns else {})})
         frame = frame.rename(columns={config.text_column: "text", config.label_column: "label"})
-        frame = frame[["text", "label"] + (["split"] if "split" in frame.columns else [])]
+        frame = frame[["text", "label"] + [c for c in ("split", "split_key") if c in frame.columns]]
     elif config.source == "folder":
         frame = files.read_class_folders(config.path, encoding=config.encoding, limit=config.limit)
     else:
@@ -154,6 +186,9 @@ def load_text_classification(config: TextClassificationDataConfig) -> TextSplits
     """
     frame = read_examples(config)
     where = config.describe()
+    if config.multi_label:
+        return _load_multi_label(frame, config, where)
+    label_sets.warn_if_sets(frame["label"], where)
     before = len(frame)
     frame = frame[frame["text"].astype(str).str.strip().ne("") & frame["label"].notna()
                   & frame["label"].astype(str).str.strip().ne("")]
@@ -172,20 +207,57 @@ def load_text_classification(config: TextClassificationDataConfig) -> TextSplits
     def take(index: np.ndarray) -> TextExamples:
         return TextExamples(texts[index], ids[index])
 
+    train, val, test = _split(frame, config, where)
+    splits = TextSplits(take(train), take(val), take(test), tuple(names))
+    log.info("Data %s: %d train / %d validation / %d test examples, %d classes (%s)", where,
+             len(splits.train), len(splits.validation), len(splits.test), splits.num_classes, ", ".join(names))
+    return splits
+
+
+def _split(frame: pd.DataFrame, config: TextClassificationDataConfig, where: str):
+    """(train, validation, test) row indices: by a seeded hash of the `split_key` column when the source has one
+    (every row of a key in one split: all of a name's spellings, a Wikipedia page's sentences), else the
+    source's own test split if it has one, else seeded fractions."""
+    if "split_key" in frame.columns:
+        which = np.array([split_of_key(str(key), seed=config.seed, validation_fraction=config.validation_fraction,
+                                       test_fraction=config.test_fraction) for key in frame["split_key"]])
+        found = tuple(np.flatnonzero(which == name) for name in ("train", "validation", "test"))
+        if not len(found[0]) or not len(found[2]):
+            raise DataError(f"{where} has {len(frame)} examples: too few to split into train and test")
+        return found
     try:
         if "split" in frame.columns and (frame["split"] == "test").any():
             is_test = (frame["split"] == "test").to_numpy()
             train_pool = np.flatnonzero(~is_test)
             train, val, _ = split_indices(len(train_pool), validation_fraction=config.validation_fraction,
                                           test_fraction=0.0, seed=config.seed)
-            splits = TextSplits(take(train_pool[train]), take(train_pool[val]), take(np.flatnonzero(is_test)),
-                                tuple(names))
-        else:
-            train, val, test = split_indices(len(frame), validation_fraction=config.validation_fraction,
-                                             test_fraction=config.test_fraction, seed=config.seed)
-            splits = TextSplits(take(train), take(val), take(test), tuple(names))
+            return train_pool[train], train_pool[val], np.flatnonzero(is_test)
+        return split_indices(len(frame), validation_fraction=config.validation_fraction,
+                             test_fraction=config.test_fraction, seed=config.seed)
     except ValueError as error:
         raise DataError(f"{where}: {error}") from None
-    log.info("Data %s: %d train / %d validation / %d test examples, %d classes (%s)", where,
-             len(splits.train), len(splits.validation), len(splits.test), splits.num_classes, ", ".join(names))
+
+
+def _load_multi_label(frame: pd.DataFrame, config: TextClassificationDataConfig, where: str) -> TextSplits:
+    """Several labels per text: sets -> 0/1 matrices over the labels the training split has often enough."""
+    before = len(frame)
+    frame = frame[frame["text"].astype(str).str.strip().ne("")]
+    if before - len(frame):
+        log.info("Dropped %d rows with an empty text", before - len(frame))
+    if frame.empty:
+        raise DataError(f"the dataset {where} has no examples (after dropping empty texts)")
+    sets = (list(frame["label"]) if config.label_columns
+            else label_sets.parse_sets(frame["label"], config.label_separator))
+    texts = frame["text"].astype(str).to_numpy(dtype=object)
+    train, val, test = _split(frame, config, where)
+    names = label_sets.kept_labels([sets[i] for i in train], config.min_label_count, where)
+
+    def take(index: np.ndarray) -> TextExamples:
+        return TextExamples(texts[index], label_sets.label_matrix([sets[i] for i in index], names))
+
+    splits = TextSplits(take(train), take(val), take(test), tuple(names), multi_label=True)
+    cardinality = float(splits.train.labels.sum(axis=1).mean())
+    log.info("Data %s: %d train / %d validation / %d test examples, %d labels, %.2f per text in training (%s%s)",
+             where, len(splits.train), len(splits.validation), len(splits.test), splits.num_classes, cardinality,
+             ", ".join(names[:12]), ", ..." if len(names) > 12 else "")
     return splits

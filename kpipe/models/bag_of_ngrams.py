@@ -14,6 +14,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kpipe.models.classifier_head import head_units, probabilities_layer
 from kpipe.models.configs import BagOfNgramsConfig  # noqa: F401  (re-exported)
 
 
@@ -65,9 +66,8 @@ def build_bag_of_ngrams(config: BagOfNgramsConfig, nb_ratios: np.ndarray | None 
         nb_ratios: naive-Bayes log-count ratios, (features, 1) for two classes or (features, classes),
             required when `config.weighting == "nb"`.
     """
-    binary = config.num_classes == 2
-    units = 1 if binary else config.num_classes
-    activation = "sigmoid" if binary else "softmax"
+    units, activation = head_units(config.num_classes, config.multi_label)
+    binary = units == 1
     inputs = keras.Input(shape=(config.vocabulary_size,), sparse=True, name="ngrams")
     regularizer = keras.regularizers.L2(config.l2) if config.l2 else None
     x = inputs
@@ -85,6 +85,5 @@ def build_bag_of_ngrams(config: BagOfNgramsConfig, nb_ratios: np.ndarray | None 
         head.ratios.assign(nb_ratios)
         outputs = keras.layers.Activation(activation, dtype="float32", name="probabilities")(logits)
     else:
-        outputs = keras.layers.Dense(units, activation=activation, kernel_regularizer=regularizer,
-                                     dtype="float32", name="probabilities")(x)
+        outputs = probabilities_layer(config.num_classes, config.multi_label, kernel_regularizer=regularizer)(x)
     return keras.Model(inputs, outputs, name="bag_of_ngrams")

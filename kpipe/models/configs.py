@@ -72,6 +72,7 @@ class RNNClassifierConfig:
     fine_tune_learning_rate: float = 1e-4
     vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
     num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+    multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
 
     def __post_init__(self):
         check_choice("family", self.family, ("rnn_classifier",))
@@ -178,6 +179,7 @@ class TransformerClassifierConfig(AttentionSettings):
     sequence_length: int = dataclasses.field(default=200, metadata=DERIVED)
     vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
     num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+    multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
 
     def __post_init__(self):
         check_choice("family", self.family, ("transformer_classifier",))
@@ -227,6 +229,7 @@ class PretrainedClassifierConfig:
     head_learning_rate: float = 1e-3
     lora_rank: int = 8
     num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+    multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
 
     def __post_init__(self):
         check_choice("family", self.family, ("pretrained_classifier",))
@@ -554,6 +557,7 @@ class BagOfNgramsConfig:
     l2: float = 0.0
     vocabulary_size: int = dataclasses.field(default=200000, metadata=DERIVED)
     num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+    multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
 
     def __post_init__(self):
         check_choice("family", self.family, ("bag_of_ngrams",))

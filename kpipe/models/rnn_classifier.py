@@ -7,6 +7,7 @@ import logging
 import keras
 
 from kpipe.models.masked_pooling import MaskedMaxPooling, MaskedMeanPooling
+from kpipe.models.classifier_head import probabilities_layer
 from kpipe.models.recurrent_cells import CELLS
 from kpipe.models.configs import EMBEDDING_TRAINING, RNNClassifierConfig  # noqa: F401  (re-exported)
 
@@ -66,8 +67,5 @@ def build_rnn_classifier(config: RNNClassifierConfig, *, embeddings_initializer=
     # === Head (float32 even under mixed precision, for a stable loss) ===
     if config.dropout:
         x = keras.layers.Dropout(config.dropout, name="head_dropout")(x)
-    binary = config.num_classes == 2
-    probabilities = keras.layers.Dense(1 if binary else config.num_classes,
-                                       activation="sigmoid" if binary else "softmax",
-                                       dtype="float32", name="probabilities")(x)
+    probabilities = probabilities_layer(config.num_classes, config.multi_label)(x)
     return keras.Model(token_ids, probabilities, name="rnn_classifier")

@@ -15,6 +15,7 @@ import keras
 from kpipe.tokens import WORDPIECE_CLS
 from kpipe.models.configs import TransformerClassifierConfig  # noqa: F401  (re-exported)
 from kpipe.models.attention_variants import VariantTransformerEncoder
+from kpipe.models.classifier_head import probabilities_layer
 from kpipe.models.masked_pooling import MaskedMeanPooling  # noqa: F401  (re-exported)
 
 CLS_ID = WORDPIECE_CLS
@@ -60,9 +61,7 @@ def build_transformer_classifier(config: TransformerClassifierConfig) -> keras.M
     else:
         pooled = MaskedMeanPooling(name="mean_pooling")(x, mask=padding_mask)
     pooled = keras.layers.Dropout(config.dropout)(pooled)
-    binary = config.num_classes == 2
-    outputs = keras.layers.Dense(1 if binary else config.num_classes, activation="sigmoid" if binary else "softmax",
-                                 dtype="float32", name="probabilities")(pooled)
+    outputs = probabilities_layer(config.num_classes, config.multi_label)(pooled)
     return keras.Model(token_ids, outputs, name="transformer_classifier")
 
 

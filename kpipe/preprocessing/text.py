@@ -172,7 +172,7 @@ def make_text_dataset(texts: np.ndarray, labels: np.ndarray, vectorizer: keras.l
             element_length_func=lambda ids, _: tf.shape(ids)[0],
             bucket_boundaries=list(boundaries), bucket_batch_sizes=[batch_size] * (len(boundaries) + 1))
     else:
-        ds = ds.padded_batch(batch_size, padded_shapes=([None], []))
+        ds = ds.padded_batch(batch_size, padded_shapes=([None], np.shape(labels)[1:]))  # labels: () or (labels,)
     return prefetched(ds.map(lambda ids, y: (pad_batch(ids), y)))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import keras
 
+from kpipe.models.classifier_head import probabilities_layer
 from kpipe.models.configs import PretrainedClassifierConfig
 from kpipe.pretrained.encoder import backbone_inputs, freeze_pooler, pool
 
@@ -33,10 +34,7 @@ def build_pretrained_classifier(config: PretrainedClassifierConfig, backbone: ke
     pooled = pool(backbone, inputs, config.pooling)
     pooled = keras.layers.Identity(name="sentence_embedding")(pooled)
     x = keras.layers.Dropout(config.dropout, name="head_dropout")(pooled)
-    binary = config.num_classes == 2
-    probabilities = keras.layers.Dense(1 if binary else config.num_classes,
-                                       activation="sigmoid" if binary else "softmax", dtype="float32",
-                                       name="probabilities")(x)
+    probabilities = probabilities_layer(config.num_classes, config.multi_label)(x)
     return keras.Model(inputs, probabilities, name="pretrained_classifier")
 
 

@@ -62,7 +62,8 @@ class Member:
     role: str = ""
 
     def probabilities(self, texts: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """(n, classes) class probabilities for `texts` (two columns for a binary sigmoid)."""
+        """(n, classes) class probabilities for `texts` (two columns for a binary sigmoid); with several labels
+        per text, (n, labels) independent probabilities."""
         with warnings.catch_warnings():  # unknown-size datasets end by running out of data
             warnings.filterwarnings("ignore", message="Your input ran out of data")
             output = self.model.predict(self.dataset(texts, labels), verbose=0)
@@ -86,24 +87,31 @@ def train_member(run: Run, model_config, splits: TextSplits, pre: TextPreprocess
 
 def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextSplits,
                         pre: TextPreprocessingConfig, subdir: str, training: TrainingConfig) -> Member:
+    if model_config.weighting == "nb" and splits.multi_label:
+        raise ConfigError("model.weighting='nb' weighs n-grams by how they split one label from the others, which "
+                          "several labels per text do not have: use model.weighting='tfidf' (or 'binary')")
     if model_config.weighting == "nb" and model_config.hidden_units and splits.num_classes > 2:
         raise ConfigError("model.weighting='nb' with a hidden layer needs two classes; this data has "
                           f"{splits.num_classes}: use model.hidden_units=0 or another weighting")
     started = time.perf_counter()
+    # With several labels per text, one "class": its document frequencies are the n-grams' own (the IDF's)
+    class_labels = np.zeros(len(splits.train), np.int32) if splits.multi_label else splits.train.labels
     features, class_df = fit_ngram_features(
-        splits.train.texts, splits.train.labels, pre, num_classes=splits.num_classes, ngrams=model_config.ngrams,
+        splits.train.texts, class_labels, pre, num_classes=1 if splits.multi_label else splits.num_classes,
+        ngrams=model_config.ngrams,
         max_features=model_config.max_features, weighting=model_config.weighting,
         char_ngrams=model_config.char_ngrams, max_char_features=model_config.max_char_features)
     ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha) if model_config.weighting == "nb" else None
     fit_seconds = time.perf_counter() - started
-    model_config = dataclasses.replace(model_config, vocabulary_size=features.size, num_classes=splits.num_classes)
+    model_config = dataclasses.replace(model_config, vocabulary_size=features.size, num_classes=splits.num_classes,
+                                       multi_label=splits.multi_label)
 
     def dataset(texts, labels, shuffle=False):
         return make_ngram_dataset(texts, labels, features, batch_size=run.batch_of(training), shuffle=shuffle,
                                   seed=training.seed)
 
     model, history = run.train(lambda: build_bag_of_ngrams(model_config, ratios), subdir=subdir, config=training,
-                               loss=_loss(splits), metrics=["accuracy"],
+                               loss=_loss(splits), metrics=_metrics(splits),
                                train_data=dataset(splits.train.texts, splits.train.labels, shuffle=True),
                                validation_data=dataset(splits.validation.texts, splits.validation.labels))
     return Member(model, features, dataset, [features], features.vocabulary(), history,
@@ -131,7 +139,7 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
              "length buckets %s", model_config.preset, np.median(lengths), np.percentile(lengths, 90),
              pre.sequence_length, boundaries or "none")
     seed = training.seed
-    model_config = dataclasses.replace(model_config, num_classes=splits.num_classes)
+    model_config = dataclasses.replace(model_config, num_classes=splits.num_classes, multi_label=splits.multi_label)
 
     def dataset(texts, labels, shuffle=False, buckets=()):
         return pretrained_inputs.make_pretrained_dataset(texts, labels, preprocessor, batch_size=run.batch_of(training),
@@ -147,7 +155,7 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
                                      unfreeze=lambda model: pretrained_classifier.unfreeze_backbone(
                                          model, model_config.pooling))
         training = dataclasses.replace(training, learning_rate=model_config.head_learning_rate)
-    model, history = run.train(build, subdir=subdir, loss=_loss(splits), metrics=["accuracy"],
+    model, history = run.train(build, subdir=subdir, loss=_loss(splits), metrics=_metrics(splits),
                                train_data=dataset(splits.train.texts, splits.train.labels, True, boundaries),
                                validation_data=dataset(splits.validation.texts, splits.validation.labels,
                                                        buckets=boundaries),
@@ -194,6 +202,7 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
     val_ds = dataset(splits.validation.texts, splits.validation.labels, buckets=boundaries)
 
     model_config = dataclasses.replace(model_config, vocabulary_size=len(vocabulary), num_classes=splits.num_classes,
+                                       multi_label=splits.multi_label,
                                        **({"sequence_length": pre.sequence_length} if transformer else {}))
     pretrained, coverage = None, None
     if vectors is not None:
@@ -224,7 +233,7 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
             model.get_layer("embedding").embeddings.assign(pretrained)
         return model
 
-    model, history = run.train(build, subdir=subdir, config=training, loss=_loss(splits), metrics=["accuracy"],
+    model, history = run.train(build, subdir=subdir, config=training, loss=_loss(splits), metrics=_metrics(splits),
                                train_data=train_ds, validation_data=val_ds, fine_tune=fine_tune)
     return Member(model, lambda text: encode_texts(vectorizer, text, pre), dataset, [vectorizer], vocabulary,
                   history, {"vocabulary_size": len(vocabulary),
@@ -234,7 +243,18 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
 
 
 def _loss(splits: TextSplits) -> str:
-    return "binary_crossentropy" if splits.num_classes == 2 else "sparse_categorical_crossentropy"
+    """Binary cross-entropy for two classes and for several labels per text (one per label), else softmax's."""
+    return ("binary_crossentropy" if splits.num_classes == 2 or splits.multi_label
+            else "sparse_categorical_crossentropy")
+
+
+def _metrics(splits: TextSplits) -> list:
+    """What every epoch reports: accuracy, or with several labels per text micro F1 at a 0.5 threshold (what
+    early stopping and `kpipe tune` watch there; "accuracy" would be Keras' argmax match, which means nothing
+    for label sets)."""
+    if not splits.multi_label:
+        return ["accuracy"]
+    return [keras.metrics.F1Score(average="micro", threshold=0.5, name="micro_f1")]
 
 
 def pretraining_texts(model_config: TransformerClassifierConfig, splits: TextSplits) -> tuple[np.ndarray, str]:

@@ -21,13 +21,14 @@ import numpy as np
 import tensorflow as tf
 
 from kpipe.cache import keep_xla_programs
-from kpipe.exports import run_files, saved_model
+from kpipe.exports import manifest, run_files, saved_model
 from kpipe.exports.open import call_in_batches, open_export
 
 from kpipe.evaluation import reporting
 from kpipe.evaluation.classification import classification_metrics
 from kpipe.datasets.text_classification import TextSplits, load_text_classification
-from kpipe.evaluation import tfidf_baseline
+from kpipe.evaluation import multi_label, tfidf_baseline
+from kpipe.evaluation.multi_label import choose_thresholds, multi_label_metrics
 from kpipe.models.configs import EnsembleClassifierConfig, pretrained_preset
 from kpipe.models.masked_pooling import MaskedMeanPooling
 from kpipe.config.pipeline import PipelineConfig, RunResult
@@ -39,16 +40,20 @@ log = logging.getLogger(__name__)
 keep_xla_programs()  # the compiled members below compile once per batch size, then never again on this machine
 
 ENSEMBLE_WEIGHTS = np.round(np.linspace(0.0, 1.0, 21), 2)  # n-gram shares tried on validation
+MULTI_LABEL_FILE = "multi_label.json"  # label names, thresholds and separator of a multi-label export
 
 
 @dataclasses.dataclass(frozen=True)
 class Prediction:
-    """One classified text: the top label, its probability, and every class's probability."""
+    """One classified text: the top label, its probability, and every class's probability. With several labels
+    per text: `labels` over their thresholds, `label` those joined by the export's separator, `probability` the
+    highest label probability."""
 
     text: str
     label: str
     probability: float
     probabilities: dict[str, float]
+    labels: tuple[str, ...] | None = None  # several labels per text only
 
 
 # === Serving ===
@@ -65,8 +70,12 @@ class ClassifierServing(tf.Module):
     each compiled on its first call (about a second); the answers are unchanged (masking).
     """
 
-    def __init__(self, members: Sequence[Member], weights: Sequence[float], label_names: Sequence[str]):
+    def __init__(self, members: Sequence[Member], weights: Sequence[float], label_names: Sequence[str],
+                 thresholds: Sequence[float] | None = None, separator: str = "|"):
         super().__init__()
+        # Several labels per text: one sigmoid per label, and the labels over their thresholds
+        self.thresholds = None if thresholds is None else tf.constant(np.asarray(thresholds, np.float32))
+        self.separator = separator
         self.members = list(members)
         self.models = [m.model for m in members]
         self.tracked = [item for m in members for item in m.tracked]
@@ -104,6 +113,12 @@ class ClassifierServing(tf.Module):
             if output.shape[-1] == 1:  # binary: one sigmoid unit -> two columns
                 output = tf.concat([1.0 - output, output], axis=-1)
             probabilities += weight * output
+        if self.thresholds is not None:
+            predicted = probabilities >= self.thresholds
+            names = tf.where(predicted, self.label_names, "")
+            joined = tf.strings.reduce_join(tf.ragged.boolean_mask(names, predicted), axis=-1,
+                                            separator=self.separator)
+            return {"probabilities": probabilities, "predicted": tf.cast(predicted, tf.int64), "labels": joined}
         label_id = tf.argmax(probabilities, axis=-1)
         return {"probabilities": probabilities, "label": tf.gather(self.label_names, label_id),
                 "label_id": label_id}
@@ -119,14 +134,15 @@ def padded_call(function, ids: tf.Tensor, length: int) -> tf.Tensor:
 
 def write_classifier_export(path: Path, *, members: Sequence[Member], weights: Sequence[float],
                             config: PipelineConfig, label_names: Sequence[str], metrics: dict,
-                            work_dir: Path) -> None:
+                            work_dir: Path, thresholds: Sequence[float] | None = None) -> None:
     """Write the SavedModel and everything a user needs beside it into `path`.
 
     The last member is the main one (the sequence model of an ensemble): its Keras model is
     `model.keras` and its vocabulary `vocabulary.txt`; an ensemble's n-gram and recurrent members (their
     `role`) are written as `ngrams_model.keras`, `recurrent_model.keras` and their vocabularies.
     """
-    serving = ClassifierServing(members, weights, label_names)
+    separator = config.data.label_separator or "|"
+    serving = ClassifierServing(members, weights, label_names, thresholds, separator)
     endpoints = {"serve": serving.serve, **({"embed": serving.embed} if serving.encoder is not None else {})}
     saved_model.write_saved_model(path, tracked=[*serving.models, *serving.tracked], endpoints=endpoints)
     main = members[-1]
@@ -134,6 +150,11 @@ def write_classifier_export(path: Path, *, members: Sequence[Member], weights: S
     run_files.write_run_files(path, model=main.model, config=config, metrics=metrics, history=history,
                            work_dir=work_dir)
     (path / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
+    if thresholds is not None:  # several labels per text: each label's decision threshold, in the manifest too
+        multi_label = {"labels": list(label_names), "thresholds": [round(float(t), 4) for t in thresholds],
+                       "separator": separator}
+        reporting.write_json(multi_label, path / MULTI_LABEL_FILE)
+        manifest.update(path, multi_label=multi_label)
     (path / "vocabulary.txt").write_text("\n".join(main.vocabulary) + "\n", encoding="utf-8")
     for member in members[:-1]:
         if member.role:  # an ensemble's n-gram and recurrent members, beside the main model
@@ -169,7 +190,16 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
 
     # === Test split, in its original order ===
     probabilities = sum(w * m.probabilities(splits.test.texts, splits.test.labels) for m, w in zip(members, weights))
-    metrics = classification_metrics(splits.test.labels, probabilities.argmax(axis=1), splits.label_names)
+    thresholds = None
+    if splits.multi_label:  # thresholds from validation, then the test split scored with them
+        validation = sum(w * m.probabilities(splits.validation.texts, splits.validation.labels)
+                         for m, w in zip(members, weights))
+        thresholds = choose_thresholds(splits.validation.labels, validation, fallback=config.evaluation.threshold,
+                                       per_label=config.evaluation.thresholds == "per_label")
+        metrics = multi_label_metrics(splits.test.labels, probabilities >= thresholds, splits.label_names)
+        metrics["thresholds"] = {name: round(float(t), 4) for name, t in zip(splits.label_names, thresholds)}
+    else:
+        metrics = classification_metrics(splits.test.labels, probabilities.argmax(axis=1), splits.label_names)
     metrics.update({
         **run.common_metrics(history),
         "data": {"source": config.data.describe(), "train": len(splits.train),
@@ -178,12 +208,14 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
         **({"ensemble": ensemble_report} if ensemble_report else {}),
     })
     if config.evaluation.baseline:
-        metrics["baseline"] = tfidf_baseline_metrics(splits)
+        metrics["baseline"] = (one_vs_rest_metrics(splits, config.evaluation.baseline_analyzer) if splits.multi_label
+                               else tfidf_baseline_metrics(splits))
     log.info("Test on %d examples:\n%s", len(splits.test), comparison_table(metrics))
 
     version_dir = run.publish(lambda folder: write_classifier_export(
         folder, members=members, weights=weights, config=config, label_names=splits.label_names, metrics=metrics,
-        work_dir=run.work_dir), data=(splits.train.texts.tolist(), splits.train.labels.tolist()))
+        work_dir=run.work_dir, thresholds=thresholds),
+        data=(splits.train.texts.tolist(), splits.train.labels.tolist()))
     summary = (f"Test on {len(splits.test)} examples:\n{comparison_table(metrics)}\nExported to {version_dir} "
                f"(report: metrics.json, training_curves.png)\n"
                f'Try: kpipe predict {version_dir} "your text here"')
@@ -225,8 +257,8 @@ def ensemble_weights(members: Sequence[Member], splits: TextSplits, ngram_weight
 
     The n-gram member gets `ngram_weight` and the recurrent member `recurrent_weight`; a weight of -1 is
     chosen on validation: the grid point (shares 0, 0.05, ..., 1, summing to at most 1) with the best
-    validation accuracy, ties to the lower validation log-loss, then to the smaller shares. The sequence
-    members share the rest equally.
+    validation accuracy (micro F1 at thresholds chosen on validation, for several labels per text), ties to
+    the lower validation log-loss, then to the smaller shares. The sequence members share the rest equally.
     """
     recurrent = next((m for m in members if m.role == "recurrent"), None)
     probabilities = [m.probabilities(splits.validation.texts, splits.validation.labels) for m in members]
@@ -236,10 +268,20 @@ def ensemble_weights(members: Sequence[Member], splits: TextSplits, ngram_weight
     sequence = np.mean(sequences, axis=0)
     labels = splits.validation.labels
 
+    def figure(probabilities) -> float:
+        if splits.multi_label:
+            thresholds = choose_thresholds(labels, probabilities)
+            return multi_label_metrics(labels, probabilities >= thresholds, [])["micro_f1"]
+        return float((probabilities.argmax(axis=1) == labels).mean())
+
     def score(share, third_share=0.0):
         mixed = share * ngrams + third_share * third + (1 - share - third_share) * sequence
-        log_loss = -np.mean(np.log(np.clip(mixed[np.arange(len(labels)), labels], 1e-7, 1.0)))
-        return float((mixed.argmax(axis=1) == labels).mean()), float(log_loss)
+        if splits.multi_label:  # binary cross-entropy per label
+            clipped = np.clip(mixed, 1e-7, 1 - 1e-7)
+            log_loss = -np.mean(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped))
+        else:
+            log_loss = -np.mean(np.log(np.clip(mixed[np.arange(len(labels)), labels], 1e-7, 1.0)))
+        return figure(mixed), float(log_loss)
 
     shares = [ngram_weight] if ngram_weight >= 0 else [float(s) for s in ENSEMBLE_WEIGHTS]
     third_shares = ([0.0] if recurrent is None else [recurrent_weight] if recurrent_weight >= 0
@@ -248,15 +290,16 @@ def ensemble_weights(members: Sequence[Member], splits: TextSplits, ngram_weight
     share, third_share = max(scores, key=lambda key: (scores[key][0], -scores[key][1], -key[0], -key[1]))
     accuracy = {"ngrams": score(1.0)[0], "sequence": score(0.0)[0], "ensemble": scores[share, third_share][0]}
     if len(sequences) > 1:  # each sequence member alone, beside their mean
-        accuracy["sequence_members"] = [float((p.argmax(axis=1) == labels).mean()) for p in sequences]
+        accuracy["sequence_members"] = [figure(p) for p in sequences]
     report = {"ngram_weight": share, "chosen_on_validation": ngram_weight < 0 or (recurrent is not None
                                                                                   and recurrent_weight < 0),
-              "validation_accuracy": accuracy}
+              "validation_micro_f1" if splits.multi_label else "validation_accuracy": accuracy}
     if recurrent is not None:
         accuracy["recurrent"] = score(0.0, 1.0)[0]
         report["recurrent_weight"] = third_share
-    log.info("Ensemble: n-gram weight %.2f%s; validation accuracy n-grams %.4f%s, sequence %.4f%s, ensemble %.4f",
-             share, f", recurrent weight {third_share:.2f}" if recurrent else "", accuracy["ngrams"],
+    log.info("Ensemble: n-gram weight %.2f%s; validation %s n-grams %.4f%s, sequence %.4f%s, ensemble %.4f",
+             share, f", recurrent weight {third_share:.2f}" if recurrent else "",
+             "micro F1" if splits.multi_label else "accuracy", accuracy["ngrams"],
              f", recurrent {accuracy['recurrent']:.4f}" if recurrent else "", accuracy["sequence"],
              f" (members {', '.join(f'{a:.4f}' for a in accuracy['sequence_members'])})"
              if len(sequences) > 1 else "", accuracy["ensemble"])
@@ -272,10 +315,23 @@ def tfidf_baseline_metrics(splits: TextSplits) -> dict:
     return {**result.report(), "accuracy": scores["accuracy"], "macro_f1": scores["macro_f1"]}
 
 
+def one_vs_rest_metrics(splits: TextSplits, analyzer: str) -> dict:
+    """The one-vs-rest TF-IDF + logistic regression baseline on the same splits: its test metrics and settings."""
+    result = multi_label.one_vs_rest_baseline(splits.train.texts, splits.train.labels, splits.validation.texts,
+                                              splits.validation.labels, splits.test.texts, analyzer=analyzer)
+    scores = multi_label_metrics(splits.test.labels, result.predicted, splits.label_names)
+    return {**result.report(), **{k: scores[k] for k in ("micro_f1", "macro_f1", "subset_accuracy")}}
+
+
 def comparison_table(metrics: dict) -> str:
     """The model beside the baseline (when there is one), as the run prints it."""
-    rows = [("model", metrics)] + ([("tfidf + logistic regression", metrics["baseline"])]
-                                   if metrics.get("baseline") else [])
+    baseline_name = ("one-vs-rest tfidf + logistic" if "micro_f1" in metrics else "tfidf + logistic regression")
+    rows = [("model", metrics)] + ([(baseline_name, metrics["baseline"])] if metrics.get("baseline") else [])
+    if "micro_f1" in metrics:  # several labels per text
+        lines = [f"{'classifier':30s} {'micro F1':>9s} {'macro F1':>9s} {'subset acc':>10s}"]
+        lines += [f"{name:30s} {row['micro_f1']:9.4f} {row['macro_f1']:9.4f} {row['subset_accuracy']:10.4f}"
+                  for name, row in rows]
+        return "\n".join(lines)
     lines = [f"{'classifier':30s} {'accuracy':>9s} {'macro F1':>9s}"]
     lines += [f"{name:30s} {row['accuracy']:9.4f} {row['macro_f1']:9.4f}" for name, row in rows]
     return "\n".join(lines)
@@ -291,6 +347,7 @@ def load_classifier(model: str | Path, export_dir: str | Path = "saved_models"):
     """
     opened = open_export(model, task="classify", command="kpipe predict", export_dir=export_dir)
     return opened.loaded, (opened.path / "labels.txt").read_text(encoding="utf-8").splitlines()
+
 
 
 def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Path = "saved_models",
@@ -312,6 +369,12 @@ def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Pat
 
     def predict(batch: Sequence[str]) -> list[Prediction]:
         out = loaded.serve(tf.constant(list(batch), tf.string))
+        if "predicted" in out:  # several labels per text
+            return [Prediction(text, joined.decode("utf-8"), float(row.max()),
+                               {name: float(p) for name, p in zip(label_names, row)},
+                               tuple(name for name, on in zip(label_names, chosen) if on))
+                    for text, joined, row, chosen in zip(batch, out["labels"].numpy(), out["probabilities"].numpy(),
+                                                          out["predicted"].numpy())]
         labels = [label.decode("utf-8") for label in out["label"].numpy()]
         return [Prediction(text, label, float(row.max()), {name: float(p) for name, p in zip(label_names, row)})
                 for text, label, row in zip(batch, labels, out["probabilities"].numpy())]

@@ -85,11 +85,14 @@ class TuneResult:
 
 
 def tuning_metric(config) -> str:
-    """The validation figure trials are scored on: accuracy (classify), WER when the translate pipeline
-    measures it every epoch (else the loss), MAE (forecast), the loss = NLL per character (generate)."""
+    """The validation figure trials are scored on: accuracy (classify; micro F1 with several labels per text),
+    WER when the translate pipeline measures it every epoch (else the loss), MAE (forecast), the loss = NLL per
+    character (generate)."""
     if config.task == "word2vec":
         raise ConfigError("word2vec has no validation split to score trials on; tune another pipeline")
     monitor = config.training.early_stopping_monitor
+    if config.task == "classify" and getattr(config.data, "multi_label", False):
+        return "val_micro_f1"  # several labels per text
     return {"classify": "val_accuracy", "forecast": "val_mae", "generate": "val_loss",
             "translate": monitor if monitor == "val_word_error_rate" else "val_loss"}[config.task]
 
