@@ -1,4 +1,5 @@
-"""The `kpipe` command. It only parses arguments and calls library functions.
+"""The `kpipe` command: each `cmd_*` takes the parsed arguments (`kpipe.cli.parser`), checks what it can
+before TensorFlow loads, calls the library, and prints the result.
 
 User mistakes (bad config, missing data, missing model) print one line on stderr and exit
 with code 2; `--debug` shows the traceback instead.

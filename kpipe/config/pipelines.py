@@ -1,4 +1,5 @@
-"""The registry of named pipelines (`pipelines/*.toml`, shipped as `kpipe._pipelines`) and `run`."""
+"""The registry of named pipelines (`pipelines/*.toml`, shipped as `kpipe._pipelines`): finding, loading with
+overrides, listing, and checking that a config can run here (its packages installed)."""
 
 from __future__ import annotations
 

@@ -252,27 +252,8 @@ def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> di
 
 
 def dumps_toml(data: Mapping[str, Any]) -> str:
-    """Write a nested dict of str/int/float/bool/list values as TOML (enough for our configs)."""
-    def value(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        raise TypeError(f"cannot write {v!r} to TOML")
+    """A nested dict of str/int/float/bool/list values as TOML, written by `tomli-w` (any string, multi-line
+    descriptions and quotes included, reads back equal with `tomllib`)."""
+    import tomli_w
 
-    lines: list[str] = []
-
-    def table(name: str, items: Mapping[str, Any]) -> None:
-        if name:
-            lines.append(f"\n[{name}]")
-        lines.extend(f"{k} = {value(v)}" for k, v in items.items() if not isinstance(v, Mapping))
-        for k, v in items.items():
-            if isinstance(v, Mapping):  # nested sections, e.g. [model.ngrams]
-                table(f"{name}.{k}" if name else k, v)
-
-    table("", data)
-    return "\n".join(lines) + "\n"
+    return tomli_w.dumps(data)

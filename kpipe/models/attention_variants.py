@@ -76,15 +76,3 @@ class VariantTransformerEncoder(keras.layers.Layer):
                 "attention": self.attention_name, "dropout": self.dropout,
                 "attention_options": self.attention_options, "causal": self.causal,
                 "layer_norm_epsilon": self.layer_norm_epsilon}
-
-
-@keras.saving.register_keras_serializable(package="kpipe")
-class LinearTransformerEncoder(VariantTransformerEncoder):
-    """The linear-attention block under its first name, so models saved before the other variants still load."""
-
-    def __init__(self, intermediate_dim: int, num_heads: int, dropout: float = 0.0, feature_map: str = "elu",
-                 layer_norm_epsilon: float = 1e-5, **kwargs):
-        kwargs.pop("attention", None), kwargs.pop("attention_options", None), kwargs.pop("causal", None)
-        super().__init__(intermediate_dim, num_heads, attention="linear", dropout=dropout,
-                         attention_options={"feature_map": feature_map}, layer_norm_epsilon=layer_norm_epsilon,
-                         **kwargs)

@@ -10,7 +10,7 @@ import dataclasses
 
 from kpipe.config.strict import check_choice, check_range
 STANDARDIZE = ("lower_and_strip_punctuation", "lower_and_split_punctuation", "lower", "none")  # see standardize.py
-SPLIT = {"whitespace": "whitespace", "character": "character"}
+SPLITS = ("whitespace", "character")  # TextVectorization's own names
 TOKENIZERS = ("words", "wordpiece")
 TOKEN_KINDS = ("char", "word")
 TRUNCATING = ("pre", "post", "head_tail")
@@ -48,7 +48,7 @@ class TextPreprocessingConfig:
         check_range("sequence_length", self.sequence_length, low=1)
         check_choice("truncating", self.truncating, TRUNCATING)
         check_choice("standardize", self.standardize, STANDARDIZE)
-        check_choice("split", self.split, SPLIT)
+        check_choice("split", self.split, SPLITS)
         check_range("length_buckets", self.length_buckets, low=0)
         check_choice("tokenizer", self.tokenizer, TOKENIZERS)
 

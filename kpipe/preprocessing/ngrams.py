@@ -24,14 +24,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe.preprocessing.configs import SPLIT, TextPreprocessingConfig
+from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.preprocessing.standardize import keras_standardize
 from kpipe.preprocessing.prefetch import prefetched
 
 log = logging.getLogger(__name__)
-
-WEIGHTINGS = ("tfidf", "binary", "nb")
-
 
 CHAR_PREFIX = "char:"  # marks the character n-grams in `NgramFeatures.vocabulary()`
 
@@ -103,7 +100,7 @@ def fit_ngram_features(texts: np.ndarray, labels: np.ndarray, config: TextPrepro
         the latter counted in the same pass as the idf, for `nb_log_count_ratios`.
     """
     vectorizer = keras.layers.TextVectorization(
-        max_tokens=max_features, standardize=keras_standardize(config.standardize), split=SPLIT[config.split],
+        max_tokens=max_features, standardize=keras_standardize(config.standardize), split=config.split,
         ngrams=ngrams, output_mode="count", sparse=True, name="ngram_vectorization")
     text_batches = tf.data.Dataset.from_tensor_slices(np.asarray(texts, dtype=str)).batch(1024)
     vectorizer.adapt(text_batches)

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.tokens import WORDPIECE_RESERVED
-from kpipe.preprocessing.configs import SPLIT, STANDARDIZE, TOKENIZERS, TextPreprocessingConfig  # noqa: F401
+from kpipe.preprocessing.configs import STANDARDIZE, TOKENIZERS, TextPreprocessingConfig  # noqa: F401
 from kpipe.preprocessing.standardize import keras_standardize
 from kpipe.preprocessing.prefetch import prefetched
 
@@ -38,7 +38,7 @@ def make_vectorizer(config: TextPreprocessingConfig, vocabulary: list[str] | Non
                                                        name="wordpiece_tokenizer")
     return keras.layers.TextVectorization(
         max_tokens=config.vocabulary_size, standardize=keras_standardize(config.standardize),
-        split=SPLIT[config.split], output_mode="int", ragged=True, vocabulary=vocabulary,
+        split=config.split, output_mode="int", ragged=True, vocabulary=vocabulary,
         name="text_vectorization")
 
 

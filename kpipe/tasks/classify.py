@@ -37,7 +37,6 @@ from kpipe.training.run import Run
 from kpipe.tasks.classifier_members import Member, train_member
 
 log = logging.getLogger(__name__)
-keep_xla_programs()  # the compiled members below compile once per batch size, then never again on this machine
 
 ENSEMBLE_WEIGHTS = np.round(np.linspace(0.0, 1.0, 21), 2)  # n-gram shares tried on validation
 MULTI_LABEL_FILE = "multi_label.json"  # label names, thresholds and separator of a multi-label export
@@ -174,6 +173,7 @@ def run_classify(config: PipelineConfig) -> RunResult:
     Returns:
         The export folder and the test metrics (also in `<export>/metrics.json`).
     """
+    keep_xla_programs()  # the compiled members compile once per batch size, then never again on this machine
     with Run(config) as run:
         return _run_classify(run, config)
 
@@ -345,6 +345,7 @@ def load_classifier(model: str | Path, export_dir: str | Path = "saved_models"):
     Returns:
         (loaded SavedModel, label names in column order of its probabilities).
     """
+    keep_xla_programs()  # before the export's compiled members first compile
     opened = open_export(model, task="classify", command="kpipe predict", export_dir=export_dir)
     return opened.loaded, (opened.path / "labels.txt").read_text(encoding="utf-8").splitlines()
 

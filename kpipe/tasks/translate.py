@@ -55,7 +55,11 @@ class _OwnTracesFilter(logging.Filter):
         return not ("Translator._translate" in message and "retracing" in message)
 
 
-tf.get_logger().addFilter(_OwnTracesFilter())
+def _quiet_own_retraces() -> None:
+    """Install `_OwnTracesFilter` on TensorFlow's logger once (when translators are built, not on import)."""
+    logger = tf.get_logger()
+    if not any(isinstance(f, _OwnTracesFilter) for f in logger.filters):
+        logger.addFilter(_OwnTracesFilter())
 
 
 class Translator(tf.Module):
@@ -168,6 +172,7 @@ def _average_epochs(model: keras.Model, best: int, epoch_weights: EpochWeights, 
 
 def run_translate(config: PipelineConfig) -> RunResult:
     """Train an attention encoder-decoder on pairs, score it on the test split and export it."""
+    _quiet_own_retraces()
     with Run(config) as run:
         return _run_translate(run, config)
 

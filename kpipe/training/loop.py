@@ -22,9 +22,11 @@ import tensorflow as tf
 from kpipe.training import multi_worker
 from kpipe.config.strict import check_choice
 from kpipe.errors import ConfigError
+from kpipe.training import keras_private
+from kpipe.training.progress import ProgressLines
 from kpipe.training.resume import EpochCheckpoint, ResumableEarlyStopping
 from kpipe.training.schedules import LinearWarmupDecay
-from kpipe.config.training import OPTIMIZER_CLASSES, PRECISIONS, STRATEGIES, TrainingConfig  # noqa: F401
+from kpipe.config.training import OPTIMIZER_CLASSES, STRATEGIES, TrainingConfig  # noqa: F401
 from kpipe.training.precision import precision_scope, resolve_precision
 
 log = logging.getLogger(__name__)
@@ -190,8 +192,8 @@ def _build_training_state(model: keras.Model, train_data: tf.data.Dataset) -> No
     Models with their own train step (word2vec's sparse trainer) build what they need themselves.
     """
     standard_step = type(model).train_step is keras.Model.train_step
-    if standard_step and getattr(model, "_distribute_strategy", None) is None and hasattr(model, "_symbolic_build"):
-        model._symbolic_build(data_batch=train_data.element_spec)
+    if standard_step and getattr(model, "_distribute_strategy", None) is None:
+        keras_private.build_training_state(model, train_data.element_spec)
 
 
 def _iterators_per_epoch(train_data: tf.data.Dataset, strategy: tf.distribute.Strategy) -> int:
@@ -352,7 +354,9 @@ class _Phases:
         if chief:
             callbacks.append(keras.callbacks.TensorBoard(str(self.work_dir / "tensorboard")))
         callbacks += [*self.extra_callbacks, *_WATCHERS.get()]
-        model._initial_epoch = None  # set by the previous phase's restore, which `fit` would prefer
+        if not sys.stdout.isatty():  # Keras prints one line per epoch there: a long epoch would print nothing
+            callbacks.append(ProgressLines(config.batch_size * strategy.num_replicas_in_sync))
+        keras_private.set_resume_epoch(model, None)  # set by the previous phase's restore, which `fit` would prefer
         if multi_worker.is_multi_worker(strategy):  # Keras' fit fails there: see kpipe.training.multi_worker
             multi_worker.fit(model, self.train_data, self.validation_data, strategy=strategy,
                              initial_epoch=initial_epoch, epochs=epochs, callbacks=callbacks)

@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from kpipe.config.cluster import cluster_size, read_tf_config
 from kpipe.errors import ConfigError, KpipeError
+from kpipe.training import keras_private
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def fit(model: keras.Model, train_data: tf.data.Dataset, validation_data: tf.dat
         model.stop_training = False
         try:
             callback_list.on_train_begin()
-            start = getattr(model, "_initial_epoch", None) or initial_epoch  # set by a restored checkpoint
+            start = keras_private.resume_epoch(model) or initial_epoch  # set by a restored checkpoint
             for epoch in range(start, epochs):
                 callback_list.on_epoch_begin(epoch)
                 started = time.perf_counter()

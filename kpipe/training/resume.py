@@ -20,6 +20,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from kpipe.training import keras_private
+
 log = logging.getLogger(__name__)
 
 STATE_FILE = "state.json"
@@ -99,8 +101,9 @@ class EpochCheckpoint(keras.callbacks.Callback):
         self.history = state["history"]
         epochs_done = state["epoch"]
         self.finished = state["finished"]
-        # Keras' fit (and kpipe.training.multi_worker.fit) start at `model._initial_epoch` when it is set.
-        self.model._initial_epoch = self.params.get("epochs", epochs_done) if self.finished else epochs_done
+        # Keras' fit (and kpipe.training.multi_worker.fit) start at the resume epoch when it is set.
+        keras_private.set_resume_epoch(self.model, self.params.get("epochs", epochs_done) if self.finished
+                                       else epochs_done)
         if self.train_data is not None:
             for _ in range((epochs_done - self.initial_epoch) * self.iterators_per_epoch):
                 iter(self.train_data)  # advances the shuffle seed without reading anything

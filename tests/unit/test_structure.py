@@ -52,3 +52,14 @@ def test_an_unknown_embedded_name_lists_the_known_ones_of_its_kind():
     with pytest.raises(DataError, match=r"unknown embedded time series data 'tayler' \(did you mean 'taylor'\?\); "
                                         r"known: taylor, seattle-weather$"):
         embedded.read("tayler", "time series")
+
+
+def test_importing_a_task_changes_nothing_outside_it():
+    """Importing kpipe.tasks.classify used to set TF_XLA_FLAGS, and kpipe.tasks.translate to filter TensorFlow's
+    logger: a library import must not (running a pipeline or loading an export does what it needs)."""
+    code = ("import os, logging\nos.environ.pop('TF_XLA_FLAGS', None)\n"
+            "import kpipe.tasks.classify, kpipe.tasks.translate\nimport tensorflow as tf\n"
+            "print(repr(os.environ.get('TF_XLA_FLAGS')), len(tf.get_logger().filters))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["None", "0"]

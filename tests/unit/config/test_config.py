@@ -146,3 +146,16 @@ def test_nan_is_out_of_every_range(key):
     with pytest.raises(ConfigError, match="`dropout` must be a number, not NaN"):
         load_pipeline("sentiment-bilstm", ["model.dropout=nan"])  # accepted before: NaN < 0 and NaN > 1 are False
     assert not math.isnan(load_pipeline("sentiment-bilstm", ["model.dropout=0.5"]).model.dropout)
+
+
+def test_a_multi_line_description_and_quotes_round_trip_through_the_written_toml(tmp_path):
+    """The hand-written writer produced invalid TOML for a multi-line string: kpipe show, config.toml and
+    kpipe compare broke on such a description."""
+    import tomllib
+
+    from kpipe.config.pipeline import parse_pipeline_config
+    from kpipe.config.pipelines import load_pipeline
+
+    config = load_pipeline("sentiment-bilstm", ['description="""two\nlines with "quotes" and \\ a backslash"""'])
+    assert "\n" in config.description
+    assert parse_pipeline_config(tomllib.loads(config.to_toml())) == config
