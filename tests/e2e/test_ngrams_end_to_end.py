@@ -116,7 +116,8 @@ def test_ensemble_weights_give_the_sequence_members_equal_shares_of_the_rest():
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 3, size=60)
     members = [FixedMember(rng.dirichlet(np.ones(3), size=60)) for _ in range(3)]
-    splits = types.SimpleNamespace(validation=types.SimpleNamespace(texts=np.array(["x"] * 60), labels=labels))
+    splits = types.SimpleNamespace(validation=types.SimpleNamespace(texts=np.array(["x"] * 60), labels=labels),
+                                   multi_label=False)
     weights, report = ensemble_weights(members, splits, ngram_weight=-1.0)
 
     ngrams, first, second = (m.fixed for m in members)
@@ -142,7 +143,8 @@ def test_ensemble_weights_choose_the_recurrent_members_share_jointly_with_the_ng
     labels = rng.integers(0, 3, size=80)
     ngrams, recurrent, sequence = (FixedMember(rng.dirichlet(np.ones(3) * 0.7, size=80), role)
                                    for role in ("ngrams", "recurrent", ""))
-    splits = types.SimpleNamespace(validation=types.SimpleNamespace(texts=np.array(["x"] * 80), labels=labels))
+    splits = types.SimpleNamespace(validation=types.SimpleNamespace(texts=np.array(["x"] * 80), labels=labels),
+                                   multi_label=False)
     weights, report = ensemble_weights([ngrams, recurrent, sequence], splits, ngram_weight=-1.0)
 
     def key(a, c):
