@@ -336,7 +336,11 @@ def http_server(repository: ModelRepository, options: ServeOptions):
 def header_timeout_protocol(seconds: float):
     """uvicorn's HTTP protocol (httptools) closing a connection whose request headers take over `seconds` to
     arrive: uvicorn itself waits for them forever, so slow clients could hold every connection."""
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:  # httptools comes with uvicorn[standard]; without it, uvicorn's h11 (no header timeout)
+        log.warning("httptools is not installed: --header-timeout-s is not enforced (pip install 'kpipe[serve]')")
+        return "h11"
 
     class HeaderTimeoutProtocol(HttpToolsProtocol):
         _header_timer = None

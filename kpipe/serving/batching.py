@@ -5,9 +5,7 @@ rows are waiting); then their rows are concatenated, the signature runs once in 
 and each request gets its own rows back. While a call runs, new requests queue up and form the
 next batch, so under load batches grow on their own and one call serves many clients; up to
 `concurrency` calls run at once, so one slow call (a request of huge texts) does not hold up the
-small requests behind it, and large requests (a quarter of a full call or more, and the chunks of
-larger ones) take turns in one lane of their own: however many clients send them, the other
-calls stay free for small requests. This is
+small requests behind it. This is
 TF Serving's `batch_timeout_micros` / `max_batch_size` policy. A batch whose call fails is run
 again one request at a time, so only the bad request gets the error. A request larger than
 `max_batch_size` is cut into chunks that queue one after another, so other clients' requests are
@@ -34,7 +32,6 @@ class _Waiting:
     rows: int
     future: asyncio.Future
     size: int = 0  # bytes of text
-    bulk: bool = False  # a large request (or a chunk of one): runs in the bulk lane
 
 
 def text_bytes(inputs: Arrays) -> np.ndarray:
@@ -76,7 +73,7 @@ class MicroBatcher:
         answers = []  # one chunk at a time: requests that arrive meanwhile are served between the chunks
         for start, end in bounds:
             chunk = {name: value[start:end] for name, value in inputs.items()}
-            answers.append(await self._one_call(chunk, end - start, int(sizes[start:end].sum()), bulk=True))
+            answers.append(await self._one_call(chunk, end - start, int(sizes[start:end].sum())))
         return {name: np.concatenate([answer[name] for answer in answers]) for name in answers[0]}
 
     def _chunks(self, sizes: np.ndarray) -> list[tuple[int, int]]:
@@ -90,13 +87,12 @@ class MicroBatcher:
         bounds.append((start, len(sizes)))
         return bounds
 
-    async def _one_call(self, inputs: Arrays, rows: int, size: int = 0, bulk: bool = False) -> Arrays:
+    async def _one_call(self, inputs: Arrays, rows: int, size: int = 0) -> Arrays:
         if self._queue is None:
             self._queue = asyncio.Queue()
             self._worker = asyncio.get_running_loop().create_task(self._serve_batches())
         future = asyncio.get_running_loop().create_future()
-        bulk = bulk or rows * 4 >= self.max_batch_size > 1 or size * 4 >= self.max_batch_bytes
-        await self._queue.put(_Waiting(inputs, rows, future, size, bulk))
+        await self._queue.put(_Waiting(inputs, rows, future, size))
         return await future
 
     async def close(self) -> None:
@@ -108,25 +104,17 @@ class MicroBatcher:
 
     async def _serve_batches(self) -> None:
         slots, running, stop = asyncio.Semaphore(self.concurrency), set(), False
-        bulk_lane = asyncio.Semaphore(1)
         while not stop:
             await slots.acquire()  # a free call slot first: meanwhile the queue fills the next batch
             batch, stop = await self._gather()
-            bulk = self.concurrency > 1 and any(item.bulk for item in batch)
-            if bulk:  # it waits for the bulk lane, not in a slot: the slots stay for small requests
-                slots.release()
-            call = asyncio.get_running_loop().create_task(self._answer_safely(batch, bulk_lane if bulk else None))
+            call = asyncio.get_running_loop().create_task(self._answer_safely(batch))
             running.add(call)
-            call.add_done_callback(lambda done, bulk=bulk: (running.discard(done), None if bulk else slots.release()))
+            call.add_done_callback(lambda done: (running.discard(done), slots.release()))
         await asyncio.gather(*running)  # `close`: every call under way answered before the worker ends
 
-    async def _answer_safely(self, batch: list[_Waiting], lane: asyncio.Semaphore | None = None) -> None:
+    async def _answer_safely(self, batch: list[_Waiting]) -> None:
         try:
-            if lane is not None:
-                async with lane:
-                    await self._answer(batch)
-            else:
-                await self._answer(batch)
+            await self._answer(batch)
         except asyncio.CancelledError:
             raise
         except BaseException as error:  # whatever went wrong, these requests get an answer and the worker lives

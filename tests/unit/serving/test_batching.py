@@ -177,35 +177,3 @@ def test_a_request_with_more_text_than_a_call_takes_runs_as_several_calls():
     assert answer["n"].tolist() == [4, 4, 4, 25, 1]
     assert calls == [[4, 4], [4], [25], [1]]  # at most 10 bytes a call; a longer text alone
 
-
-def test_large_requests_take_turns_in_one_lane_and_leave_the_other_calls_to_small_ones():
-    import time
-
-    async def scenario():
-        running, peak, lock = {"bulk": 0}, {"bulk": 0}, threading.Lock()
-
-        def run(inputs):
-            bulk = len(inputs["x"]) == 8  # a chunk of a large request (four small ones may share a call)
-            with lock:
-                running["bulk"] += bulk
-                peak["bulk"] = max(peak["bulk"], running["bulk"])
-            time.sleep(0.05)
-            with lock:
-                running["bulk"] -= bulk
-            return {"y": inputs["x"] * 2}
-
-        batcher = MicroBatcher(run, max_batch_size=8, timeout=0.0, executor=ThreadPoolExecutor(4), concurrency=3)
-        big = [asyncio.create_task(batcher({"x": np.arange(32)})) for _ in range(3)]  # 4 chunks each
-        await asyncio.sleep(0.01)
-        started = asyncio.get_running_loop().time()
-        small = await asyncio.wait_for(asyncio.gather(*(batcher({"x": np.array([i])}) for i in range(4))), 5)
-        small_seconds = asyncio.get_running_loop().time() - started
-        answers = await asyncio.wait_for(asyncio.gather(*big), 10)
-        await batcher.close()
-        return peak["bulk"], small_seconds, small, answers
-
-    peak, small_seconds, small, answers = asyncio.run(scenario())
-    assert peak == 1  # the 12 chunks of the three large requests one at a time
-    assert small_seconds < 0.3  # not behind the 12 chunks (0.6 s)
-    assert [a["y"].tolist() for a in small] == [[0], [2], [4], [6]]
-    assert all(a["y"].tolist() == [2 * i for i in range(32)] for a in answers)
