@@ -33,13 +33,19 @@ class AlreadyPublishedError(KpipeError):
         super().__init__(f"the interrupted run of this config had already been exported to {version_dir}")
 
 
+HASHED_FILE_BYTES = 1 << 30  # larger files are stamped by size and modification time (hashing takes minutes)
+
+
 def data_stamp(path: str) -> dict | None:
-    """A fingerprint of the data at `path`: a file's size and content hash; a folder's files' relative
-    paths, sizes and modification times (hashing a whole folder of shards would take minutes)."""
+    """A fingerprint of the data at `path`: a file's size and content hash (size and modification time above
+    HASHED_FILE_BYTES); a folder's files' relative paths, sizes and modification times."""
     if not path:
         return None
     where = Path(path).expanduser()
     digest = hashlib.sha256()
+    if where.is_file() and where.stat().st_size > HASHED_FILE_BYTES:
+        stat = where.stat()
+        return {"path": str(where.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
     if where.is_file():
         with where.open("rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
