@@ -86,14 +86,19 @@ def remove_stale_tmp(root: Path, max_age_s: float = 7 * 24 * 3600) -> list[Path]
 def fsync_tree(folder: Path) -> None:
     """Flush every file and folder under `folder` to the disk, so that a power cut after the rename that
     publishes it cannot leave a published version with empty or missing files."""
-    for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-        if path.is_file() and not path.is_symlink():
+    folders = [folder]
+    for path in folder.rglob("*"):
+        if path.is_symlink():
+            continue
+        if path.is_dir():
+            folders.append(path)
+        elif path.is_file():
             fd = os.open(path, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-    for path in [*(p for p in folder.rglob("*") if p.is_dir()), folder]:
+    for path in folders:
         fsync_dir(path)
 
 

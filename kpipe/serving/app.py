@@ -12,8 +12,9 @@ in time, 413 for a body or a number of rows over the limits, 500 for a failure i
 
 The work one request can cause is bounded (`ServeOptions`): its body's bytes, its rows and the length
 of each text (a request above `max_batch_size` rows or `max_batch_bytes` of text is cut into calls
-of that size that interleave with other clients'), a generator's `count`, the depth of its JSON. Decoding and rendering run in threads, never on the event
-loop, so one large request does not stall the other clients.
+of that size that interleave with other clients'), a generator's `count`, the depth of its JSON.
+Decoding and rendering run in threads, never on the event loop, so one large request does not stall
+the other clients.
 """
 
 from __future__ import annotations

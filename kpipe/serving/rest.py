@@ -131,8 +131,7 @@ def check_listed_rows(request: dict, signature: Signature, limit: int) -> None:
     if isinstance(value, dict) and set(value) != {"b64"}:
         value = next(iter(value.values()), None)
     if isinstance(value, list) and len(value) > limit:
-        raise TooLarge(f"the request asks for {len(value)} rows (instances); this server answers at most {limit} "
-                       "per request (--max-rows-per-request): split it into several requests")
+        raise _too_many(len(value), "rows (instances)", limit)
 
 
 def check_text_sizes(arrays: dict[str, np.ndarray], limit: int) -> None:
@@ -149,9 +148,12 @@ def check_rows(arrays: dict[str, np.ndarray], signature: Signature, limit: int) 
     """Raises TooLarge when the request asks for more than `limit` rows."""
     rows = rows_asked(arrays, signature)
     if rows > limit:
-        what = "count" if not signature.batched else "rows (instances)"
-        raise TooLarge(f"the request asks for {rows} {what}; this server answers at most {limit} per request "
-                       "(--max-rows-per-request): split it into several requests")
+        raise _too_many(rows, "rows (instances)" if signature.batched else "count", limit)
+
+
+def _too_many(rows: int, what: str, limit: int) -> TooLarge:
+    return TooLarge(f"the request asks for {rows} {what}; this server answers at most {limit} per request "
+                    "(--max-rows-per-request): split it into several requests")
 
 
 def _columns_of_rows(instances, signature: Signature) -> dict[str, list]:
@@ -196,26 +198,29 @@ def to_array(value, info: TensorInfo) -> np.ndarray:
         dtype = info.dtype
         allowed = "iuf" if dtype.is_floating else "iu" if dtype.is_integer else "b" if dtype.is_bool else ""
         if array.dtype == object and info.dtype.is_integer and all(isinstance(x, int) for x in array.reshape(-1)):
-            big = max(array.reshape(-1), key=abs)  # integers beyond 64 bits: NumPy keeps them as Python objects
-            raise BadRequest(f"input '{info.name}' holds {big}, outside {info.dtype.name}'s range "
-                             f"[{info.dtype.min}, {info.dtype.max}]")
+            raise _out_of_range(info, max(array.reshape(-1), key=abs))  # beyond 64 bits: kept as Python ints
         if array.dtype.kind not in allowed or array.dtype == object:
             kind = ("numbers" if info.dtype.is_floating else "integers" if info.dtype.is_integer else
                     "true/false" if info.dtype.is_bool else info.dtype.name)
             raise BadRequest(f"input '{info.name}' must hold {kind}: {_rows_hint(info)}")
         if info.dtype.is_integer and array.dtype.kind == "f":
             raise BadRequest(f"input '{info.name}' must hold integers: {_rows_hint(info)}")
-        if info.dtype.is_integer and array.size:
-            low, high = info.dtype.min, info.dtype.max  # a value outside would wrap around silently in astype
-            if array.min() < low or array.max() > high:
-                raise BadRequest(f"input '{info.name}' holds {array.max() if array.max() > high else array.min()}, "
-                                 f"outside {info.dtype.name}'s range [{low}, {high}]")
+        if info.dtype.is_integer and array.size:  # a value outside would wrap around silently in astype
+            if array.max() > info.dtype.max:
+                raise _out_of_range(info, array.max())
+            if array.min() < info.dtype.min:
+                raise _out_of_range(info, array.min())
         array = array.astype(info.dtype.as_numpy_dtype)
         if info.dtype.is_floating and not np.isfinite(array).all():
             raise BadRequest(f"input '{info.name}' holds NaN or infinity; send finite numbers (fill gaps first)")
     if array.ndim != info.rank or any(d is not None and d != n for d, n in zip(info.shape, array.shape)):
         raise BadRequest(f"input '{info.name}' has shape {list(array.shape)}; this signature takes {_rows_hint(info)}")
     return array
+
+
+def _out_of_range(info: TensorInfo, value) -> BadRequest:
+    return BadRequest(f"input '{info.name}' holds {value}, outside {info.dtype.name}'s range "
+                      f"[{info.dtype.min}, {info.dtype.max}]")
 
 
 def _decode_strings(value, info: TensorInfo):

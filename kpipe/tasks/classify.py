@@ -114,7 +114,7 @@ class ClassifierServing(tf.Module):
             probabilities += weight * output
         if self.thresholds is not None:
             predicted = probabilities >= self.thresholds
-            names = tf.where(predicted, self.label_names, "")
+            names = tf.broadcast_to(self.label_names, tf.shape(predicted))  # every row's label names
             joined = tf.strings.reduce_join(tf.ragged.boolean_mask(names, predicted), axis=-1,
                                             separator=self.separator)
             return {"probabilities": probabilities, "predicted": tf.cast(predicted, tf.int64), "labels": joined}

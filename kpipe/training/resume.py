@@ -20,6 +20,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from kpipe.exports.versions import fsync_tree
 from kpipe.training import keras_private
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ class EpochCheckpoint(keras.callbacks.Callback):
             partial.mkdir()
             np.savez(partial / ARRAYS_FILE, **arrays)
             (partial / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
-            _fsync_tree(partial)
+            fsync_tree(partial)  # a power cut must not leave a renamed checkpoint with empty files
         except BaseException:  # e.g. a full disk: the last good checkpoint stays, and its space is not taken
             shutil.rmtree(partial, ignore_errors=True)
             raise
@@ -149,10 +150,3 @@ def _assign(variables, arrays, prefix: str, where: Path) -> None:
     for i, variable in enumerate(variables):
         variable.assign(arrays[f"{prefix}_{i}"])
 
-
-def _fsync_tree(folder: Path) -> None:
-    """Flush the files to disk before the rename publishes them (a power cut must not leave a
-    renamed folder with empty files)."""
-    for path in folder.iterdir():
-        with open(path, "rb") as f:
-            os.fsync(f.fileno())
