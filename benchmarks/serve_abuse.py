@@ -26,7 +26,6 @@ import argparse
 import http.client
 import json
 import os
-import re
 import shutil
 import socket
 import statistics
@@ -37,8 +36,12 @@ import threading
 import time
 from pathlib import Path
 
+from serve_load import Server, load  # run as `python benchmarks/serve_abuse.py`: a sibling
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 MAX_REQUEST_MB, MAX_BATCH = 4, 256
+SERVE_OPTIONS = ["--max-request-mb", str(MAX_REQUEST_MB), "--max-batch-size", str(MAX_BATCH), "--header-timeout-s",
+                 "5", "--body-timeout-s", "10", "--poll-seconds", "0.5", "--limit-concurrency", "512"]
 TEXTS = ["@united thank you, the crew was great", "3 hours on the tarmac again", "ok flight I guess",
          "lost my bag, again", "the new seats are lovely", "why is every flight delayed"]
 
@@ -49,64 +52,6 @@ def rss_mib(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
-
-
-class Server:
-    def __init__(self, folder: Path):
-        args = [sys.executable, "-m", "kpipe", "serve", f"m={folder}", "--port", "0", "--max-request-mb",
-                str(MAX_REQUEST_MB), "--max-batch-size", str(MAX_BATCH), "--header-timeout-s", "5",
-                "--body-timeout-s", "10", "--poll-seconds", "0.5", "--limit-concurrency", "512"]
-        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.log: list[str] = []
-        for line in self.process.stdout:
-            self.log.append(line)
-            match = re.search(r"^Listening on http://127\.0\.0\.1:(\d+)", line)
-            if match:
-                self.port = int(match.group(1))
-                break
-        else:
-            raise SystemExit("the server did not start:\n" + "".join(self.log[-20:]))
-        threading.Thread(target=lambda: self.log.extend(self.process.stdout), daemon=True).start()
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
-def good_clients(port: int, seconds: float, threads: int = 4) -> tuple[list[float], int]:
-    """(latencies of the answered requests, failed requests) of well-behaved clients for `seconds`."""
-    latencies, failures, lock = [], [0], threading.Lock()
-    deadline = time.monotonic() + seconds
-
-    def client(index: int):
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        i = index
-        while time.monotonic() < deadline:
-            body = json.dumps({"instances": [f"{TEXTS[i % len(TEXTS)]} {i}"]})
-            i += threads
-            start = time.perf_counter()
-            try:
-                connection.request("POST", "/v1/models/m:predict", body, {"Content-Type": "application/json"})
-                reply = connection.getresponse()
-                reply.read()
-                ok = reply.status == 200
-            except (OSError, http.client.HTTPException):
-                ok = False
-                connection.close()
-                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            with lock:
-                if ok:
-                    latencies.append(time.perf_counter() - start)
-                else:
-                    failures[0] += 1
-        connection.close()
-
-    workers = [threading.Thread(target=client, args=(i,)) for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    return latencies, failures[0]
 
 
 # === The abusers: each runs until `stop` is set ===
@@ -226,7 +171,7 @@ def phase(server: Server, seconds: float, abuse=None, folder=None, source=None):
     for thread in threads:
         thread.start()
     time.sleep(1.0 if abuse is not None else 0)  # the abuse under way before the good clients are measured
-    latencies, failures = good_clients(server.port, seconds)
+    latencies, failures = load(server.port, TEXTS, clients=4, seconds=seconds)
     stop.set()
     for thread in threads:
         thread.join(timeout=120)
@@ -259,7 +204,7 @@ def main():
             folder = work / f"served-{repeat}"
             folder.mkdir()
             shutil.copytree(source, folder / "1")
-            server = Server(folder)
+            server = Server(str(folder), SERVE_OPTIONS, export_dir=str(folder.parent))
             try:
                 names = [name for name in ABUSES if name[1] in args.only]
                 names = names if repeat % 2 == 0 else names[::-1]

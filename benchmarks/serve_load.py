@@ -64,14 +64,17 @@ class Server:
     def __init__(self, model: str, options: list[str], export_dir: str):
         args = [sys.executable, "-m", "kpipe", "serve", f"m={model}", "--port", "0", "--export-dir", export_dir]
         self.process = subprocess.Popen(args + options, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.log: list[str] = []  # what the server printed
         for line in self.process.stdout:
+            self.log.append(line)
             match = re.search(r"^Listening on http://127\.0\.0\.1:(\d+)", line)
             if match:
                 self.port = int(match.group(1))
                 break
         else:
-            raise SystemExit("the server did not start")
-        threading.Thread(target=self.process.stdout.read, daemon=True).start()  # keep its pipe drained
+            raise SystemExit("the server did not start:\n" + "".join(self.log[-20:]))
+        # keep its pipe drained, and its lines
+        threading.Thread(target=lambda: self.log.extend(self.process.stdout), daemon=True).start()
 
     def counts(self) -> dict:
         connection = http.client.HTTPConnection("127.0.0.1", self.port)
@@ -84,7 +87,9 @@ class Server:
 
 
 def load(port: int, texts: list[str], clients: int, seconds: float) -> tuple[list[float], int]:
-    """`clients` threads sending one review per request until the time is up; (latencies, failures)."""
+    """`clients` threads, each on its own keep-alive connection, sending one text per request until the time is
+    up; (latencies of the answered requests, failed requests: not 200, or no answer, after which the client
+    reconnects)."""
     latencies: list[list[float]] = [[] for _ in range(clients)]
     failures = [0] * clients
     stop_at = time.perf_counter() + seconds
@@ -94,13 +99,19 @@ def load(port: int, texts: list[str], clients: int, seconds: float) -> tuple[lis
         i = k
         while time.perf_counter() < stop_at:
             body = json.dumps({"instances": [texts[i % len(texts)]]})
+            i += clients
             start = time.perf_counter()
-            connection.request("POST", "/v1/models/m:predict", body, {"Content-Type": "application/json"})
-            reply = connection.getresponse()
-            reply.read()
+            try:
+                connection.request("POST", "/v1/models/m:predict", body, {"Content-Type": "application/json"})
+                reply = connection.getresponse()
+                reply.read()
+            except (OSError, http.client.HTTPException):
+                failures[k] += 1
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                continue
             latencies[k].append(time.perf_counter() - start)
             failures[k] += reply.status != 200
-            i += clients
         connection.close()
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
