@@ -234,6 +234,25 @@ def synthetic_reviews(n: int, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["text", "label"])
 
 
+def evidence_pairs(n: int = 1500, seed: int = 0) -> pd.DataFrame:
+    """Evidence/claim pairs whose label needs both texts: "supported" when every word of the claim is in the
+    evidence, else "unsupported" (two of its three words are not). Each text alone says nothing about the label;
+    three pairs share a page ("pageK: ..."), for splits by page."""
+    rng = np.random.default_rng(seed)
+    vocabulary = [f"w{i}" for i in range(40)]
+    rows = []
+    for i in range(n):
+        evidence = list(rng.choice(vocabulary, 6, replace=False))
+        if i % 2:
+            claim, label = list(rng.choice(evidence, 3, replace=False)), "supported"
+        else:
+            others = [w for w in vocabulary if w not in evidence]
+            claim, label = list(rng.choice(others, 2, replace=False)) + list(rng.choice(evidence, 1)), "unsupported"
+        rng.shuffle(claim)
+        rows.append((f"page{i // 3}: " + " ".join(evidence), " ".join(claim), label))
+    return pd.DataFrame(rows, columns=["evidence", "claim", "label"])
+
+
 # === An environment without tensorflow-text (as on Windows) ===
 
 def without_tensorflow_text(tmp_path):

@@ -31,14 +31,25 @@ OUTPUT_SUFFIXES = (".csv", ".tsv", ".parquet", ".jsonl")
 class TextTable:
     frame: pd.DataFrame   # every input column, kept in the output
     column: str           # the column of texts
+    pair_column: str | None = None  # the column of each pair's second text (pair models)
 
     @property
     def texts(self) -> list[str]:
-        return [("" if value is None or value != value else str(value)) for value in self.frame[self.column]]
+        return self._strings(self.column)
+
+    @property
+    def pairs(self) -> list[str] | None:
+        """The second texts of the pairs, or None for single texts."""
+        return None if self.pair_column is None else self._strings(self.pair_column)
+
+    def _strings(self, column: str) -> list[str]:
+        return [("" if value is None or value != value else str(value)) for value in self.frame[column]]
 
 
-def read_texts(path: str | Path, column: str | None, lines: list[str] | None = None) -> TextTable:
-    """The texts to answer: a table's `column` (or its only column, or `text`), or the lines given.
+def read_texts(path: str | Path, column: str | None, lines: list[str] | None = None,
+               pair_column: str | None = None) -> TextTable:
+    """The texts to answer: a table's `column` (or its only column, or `text`), or the lines given; with
+    `pair_column`, the table's column of second texts too.
 
     Raises:
         KpipeError: unreadable file, or no such column (naming the ones there are).
@@ -53,10 +64,19 @@ def read_texts(path: str | Path, column: str | None, lines: list[str] | None = N
         if column is None:
             raise KpipeError(f"{path} has several columns ({', '.join(map(str, frame.columns))}) and none is "
                              "named 'text': pass --column NAME")
-    if column not in frame.columns:
-        raise KpipeError(f"{path} has no column '{column}' (its columns: {', '.join(map(str, frame.columns))}); "
-                         "pass --column NAME")
-    return TextTable(frame, column)
+    for name, option in ((column, "--column"), (pair_column, "--pair-column")):
+        if name is not None and name not in frame.columns:
+            raise KpipeError(f"{path} has no column '{name}' (its columns: {', '.join(map(str, frame.columns))}); "
+                             f"pass {option} NAME")
+    return TextTable(frame, column, pair_column)
+
+
+def pair_table(pairs: list[tuple[str, str]]) -> TextTable:
+    """The pairs given on the command line (`--pair FIRST SECOND`), as a table of `text` and `text_pair`."""
+    import pandas as pd
+
+    return TextTable(pd.DataFrame({"text": [a for a, _ in pairs], "text_pair": [b for _, b in pairs]}), "text",
+                     "text_pair")
 
 
 def check_output(output: str | Path, inputs: str | Path | None) -> Path:
@@ -101,8 +121,10 @@ def _umask() -> int:
     return mask
 
 
-def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool) -> pd.DataFrame:
-    """The model's answers to `texts`, one row each: label and probabilities, output, or embedding."""
+def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool,
+            pairs: list[str] | None = None) -> pd.DataFrame:
+    """The model's answers to `texts` (with `pairs`, to the pairs (texts[i], pairs[i])), one row each: label and
+    probabilities, output, or embedding."""
     import pandas as pd
     from tqdm.auto import tqdm
 
@@ -110,7 +132,7 @@ def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool) -> 
         if task == "classify":
             from kpipe.tasks.classify import predict_texts
 
-            found = predict_texts(model_dir, texts, on_batch=bar.update)
+            found = predict_texts(model_dir, texts, on_batch=bar.update, pairs=pairs)
             labels = list(found[0].probabilities) if found else []
             return pd.DataFrame({"label": [p.label for p in found], "probability": [p.probability for p in found],
                                  **{f"probability_{name}": [p.probabilities[name] for p in found] for name in labels}})
@@ -130,7 +152,7 @@ def predict_file(task: str, model_dir: Path, table: TextTable, output: Path, *, 
     """Answer every text of `table` and write the table with the answers to `output`; the number of rows."""
     import pandas as pd
 
-    found = answers(task, model_dir, table.texts, progress=progress)
+    found = answers(task, model_dir, table.texts, progress=progress, pairs=table.pairs)
     clash = [name for name in found.columns if name in table.frame.columns]
     found = found.rename(columns={name: f"predicted_{name}" for name in clash})  # keep the input's own columns
     write_table(pd.concat([table.frame.reset_index(drop=True), found], axis=1), output)

@@ -213,11 +213,19 @@ def _texts_and_output(args, verb: str):
     from kpipe.datasets.files import is_table
 
     output = batch_predict.check_output(args.output, args.file) if args.output else None
+    pairs, pair_column = getattr(args, "pair", None), getattr(args, "pair_column", None)
+    if pairs:
+        if getattr(args, "texts", None) or args.file:
+            raise KpipeError("give pairs with --pair FIRST SECOND or texts (arguments, --file), not both")
+        return batch_predict.pair_table([tuple(pair) for pair in pairs]), output
     if args.file and is_table(Path(args.file)):
         _existing_file("--file", args.file)
         if getattr(args, "texts", None):
             raise KpipeError(f"give texts as arguments or in --file {args.file}, not both")
-        return batch_predict.read_texts(args.file, args.column), output
+        return batch_predict.read_texts(args.file, args.column, pair_column=pair_column), output
+    if pair_column:
+        raise KpipeError(f"--pair-column needs a table file (.csv, .tsv, .parquet, .jsonl) with both texts; "
+                         f"{args.file or 'the input'} is read as one text per line")
     if args.column:
         raise KpipeError(f"--column needs a table file (.csv, .tsv, .parquet, .jsonl); {args.file or 'the input'} "
                          "is read as one text per line")
@@ -285,21 +293,35 @@ def cmd_similar(args) -> int:
 def cmd_predict(args) -> int:
     table, output = _texts_and_output(args, "predict")
     model_dir = _export_of(args, "classify", "kpipe predict")  # fails fast, before TensorFlow loads
+    _check_pairs_match(args.model, model_dir, table)
     if output:
         return _write_answers(args, "classify", model_dir, table, output)
     texts = table.texts
 
     from kpipe.tasks.classify import predict_texts
 
-    for p in predict_texts(model_dir, texts):
+    for p in predict_texts(model_dir, texts, pairs=table.pairs):
         if args.json:
-            print(json.dumps({"text": p.text, "label": p.label, "probability": round(p.probability, 6),
+            print(json.dumps({"text": p.text, **({"text_pair": p.text_pair} if p.text_pair is not None else {}),
+                              "label": p.label, "probability": round(p.probability, 6),
                               "probabilities": {k: round(v, 6) for k, v in p.probabilities.items()},
                               **({"labels": list(p.labels)} if p.labels is not None else {})},
                              ensure_ascii=False))
         else:
-            print(f"{p.label}\t{p.probability:.4f}\t{p.text}")
+            print(f"{p.label}\t{p.probability:.4f}\t{p.text}" + (f"\t{p.text_pair}" if p.text_pair is not None else ""))
     return 0
+
+
+def _check_pairs_match(name: str, model_dir: Path, table) -> None:
+    """A pair model given single texts, or a single-text model given pairs: one line saying what to give."""
+    from kpipe.exports import manifest
+
+    takes_pairs = "text_pair" in manifest.read(model_dir).get("signatures", {}).get("serve", {}).get("inputs", {})
+    if takes_pairs and table.pairs is None:
+        raise KpipeError(f"{name} classifies pairs of texts: give --pair FIRST SECOND (repeatable), or a table "
+                         "--file with --column and --pair-column")
+    if table.pairs is not None and not takes_pairs:
+        raise KpipeError(f"{name} classifies single texts, not pairs: give the texts without --pair/--pair-column")
 
 
 def cmd_forecast(args) -> int:

@@ -164,12 +164,18 @@ def add_predict(sub, commands) -> None:
   kpipe predict sentiment-bilstm --file tweets.txt --json
   kpipe predict sentiment-bilstm --file tweets.csv --column text --output predictions.csv
   kpipe predict imdb-bigrams --file reviews.parquet --column review --output predictions.parquet
+  kpipe predict vitaminc-minilm --pair "Paris: the city has 2.1 million people." "Paris has 5 million people."
+  kpipe predict vitaminc-minilm --file pairs.csv --column evidence --pair-column claim --output answers.csv
 """)
     predict.add_argument("model", help="an export folder (saved_models/NAME/VERSION), a folder of versions, "
                                        "or a pipeline name (its latest export)")
     predict.add_argument("texts", nargs="*", help="texts to classify (else --file, else standard input)")
     predict.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl; read by --column) or a UTF-8 text "
                                         "file with one text per line")
+    predict.add_argument("--pair", nargs=2, action="append", metavar=("FIRST", "SECOND"),
+                         help="a pair of texts, for models trained on pairs (data.text_pair_column); repeatable")
+    predict.add_argument("--pair-column", help="pair models: the table --file's column of second texts (the "
+                                               "first from --column)")
     add_table_args(predict, "the predicted label, its probability and every class's probability")
     predict.set_defaults(func=commands.cmd_predict)
 

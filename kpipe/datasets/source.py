@@ -18,6 +18,8 @@ class DataSourceConfig:
         name: the embedded (or TFDS) dataset.
         path: the file or folder (file and folder sources).
         encoding: text encoding of files.
+        origin: where to get the data file when no package carries it (a URL and the columns it needs),
+            named in the error when `path` does not exist.
     """
 
     SOURCES: ClassVar[tuple[str, ...]] = ("embedded", "file")
@@ -27,6 +29,7 @@ class DataSourceConfig:
     name: str = ""
     path: str = ""
     encoding: str = "utf-8"
+    origin: str = ""
 
     def __post_init__(self):
         check_choice("source", self.source, self.SOURCES)
@@ -35,6 +38,16 @@ class DataSourceConfig:
                              + (f" (e.g. name='{self.EXAMPLE_NAME}')" if self.EXAMPLE_NAME else ""))
         if self.source in ("file", "folder") and not self.path:
             raise ValueError(f"`path` is required when source={self.source!r}")
+
+    def check_file_exists(self) -> None:
+        """A file source whose file is missing: one line naming where to get it (when `origin` says)."""
+        from pathlib import Path
+
+        from kpipe.errors import DataError
+
+        if self.source == "file" and self.origin and not Path(self.path).exists():
+            raise DataError(f"data file not found: {self.path}; no package carries it: get it from {self.origin} "
+                            "and pass it with --data PATH")
 
     def describe(self) -> str:
         """A short human description of the source, e.g. "file:data/train.csv"."""

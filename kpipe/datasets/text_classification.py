@@ -46,6 +46,12 @@ class TextClassificationDataConfig(DataSourceConfig):
             instead of `label_column`.
         min_label_count: with several labels per text, labels with fewer training examples are dropped
             (named in the log).
+        text_pair_column: pairs of texts (premise and hypothesis, evidence and claim): the column of each
+            example's second text (file source); every row must have one.
+        group_column: rows whose value in this column is the same stay in one split (a seeded hash of it),
+            e.g. every sentence of one page; "" = split row by row.
+        group_separator: the group is the text before the first occurrence of this string in
+            `group_column` (e.g. ":" where the column reads "Page title: sentence"); "" = the whole value.
         limit: use at most this many examples (0 = all), a seeded random sample (per split for
             sources with their own test split). For quick runs and tests.
         validation_fraction: share of the (training) examples held out for validation.
@@ -65,6 +71,9 @@ class TextClassificationDataConfig(DataSourceConfig):
     label_separator: str = ""
     label_columns: tuple[str, ...] = ()
     min_label_count: int = 5
+    text_pair_column: str = ""
+    group_column: str = ""
+    group_separator: str = ""
     limit: int = 0
     validation_fraction: float = 0.1
     test_fraction: float = 0.1
@@ -83,6 +92,13 @@ class TextClassificationDataConfig(DataSourceConfig):
                              "column per label), not both")
         if len(set(self.label_columns)) != len(self.label_columns):
             raise ValueError(f"`label_columns` must be distinct. Received: label_columns={list(self.label_columns)}")
+        for field in ("text_pair_column", "group_column"):
+            if getattr(self, field) and self.source != "file":
+                raise ValueError(f"`{field}` needs source='file' (a table). Received: source={self.source!r}")
+        if self.text_pair_column and self.text_pair_column == self.text_column:
+            raise ValueError(f"`text_pair_column` must differ from `text_column` ({self.text_column!r})")
+        if self.group_separator and not self.group_column:
+            raise ValueError("`group_separator` needs `group_column` (the column the group is read from)")
         if self.label_columns and self.source != "file":
             raise ValueError(f"`label_columns` needs source='file' (a table). Received: source={self.source!r}")
 
@@ -91,11 +107,17 @@ class TextClassificationDataConfig(DataSourceConfig):
         """Several labels per text (sigmoid outputs, one threshold per label)."""
         return bool(self.label_separator or self.label_columns)
 
+    @property
+    def pairs(self) -> bool:
+        """Each example is a pair of texts (`text_pair_column`)."""
+        return bool(self.text_pair_column)
+
 
 @dataclasses.dataclass(frozen=True)
 class TextExamples:
-    """Texts with integer label ids: `texts` is an object array of str, `labels` int32 of shape (n,); with
-    several labels per text, `labels` is a float32 0/1 matrix of shape (n, labels)."""
+    """Texts with integer label ids: `texts` is an object array of str, of shape (n,), or (n, 2) for pairs of
+    texts (first, second); `labels` int32 of shape (n,); with several labels per text, `labels` is a float32
+    0/1 matrix of shape (n, labels)."""
 
     texts: np.ndarray
     labels: np.ndarray
@@ -118,27 +140,45 @@ class TextSplits:
     def num_classes(self) -> int:
         return len(self.label_names)
 
+    @property
+    def pairs(self) -> bool:
+        """Each example is a pair of texts: `texts` are (n, 2)."""
+        return self.train.texts.ndim == 2
+
 
 def read_examples(config: TextClassificationDataConfig) -> pd.DataFrame:
-    """Read the configured source as a DataFrame with `text`, `label` and maybe `split` columns."""
+    """Read the configured source as a DataFrame with `text`, `label` and maybe `text_pair`, `split` and
+    `split_key` columns."""
     if config.source == "embedded":
         frame = embedded.read(config.name, "text classification")
     elif config.source == "file":
+        config.check_file_exists()
         frame = files.read_table(config.path, encoding=config.encoding)
-        wanted = (config.text_column, *(config.label_columns or (config.label_column,)))
+        wanted = (config.text_column, *(config.label_columns or (config.label_column,)),
+                  *((config.text_pair_column,) if config.text_pair_column else ()),
+                  *((config.group_column,) if config.group_column else ()))
         missing = [c for c in wanted if c not in frame.columns]
         if missing:
-            setting = "data.label_columns" if config.label_columns else "data.text_column / data.label_column"
+            setting = ("data.text_pair_column" if config.text_pair_column in missing
+                       else "data.group_column" if config.group_column in missing
+                       else "data.label_columns" if config.label_columns else "data.text_column / data.label_column")
             raise DataError(f"{config.path} has no column {', '.join(map(repr, missing))}; its columns are "
                             f"{', '.join(map(repr, frame.columns))}: set {setting}")
-        if config.label_columns:  # one 0/1 column per label -> one column of sets
-            import pandas as pd
+        extra = {}
+        if config.text_pair_column:
+            extra["text_pair"] = frame[config.text_pair_column]
+        if config.group_column:  # the split follows the group: a seeded hash of it
+            groups = frame[config.group_column].astype(str)
+            extra["split_key"] = groups.str.split(config.group_separator, n=1).str[0] if config.group_separator else groups
+        elif "split_key" in frame.columns:
+            extra["split_key"] = frame["split_key"]
+        if "split" in frame.columns:
+            extra["split"] = frame["split"]
+        import pandas as pd
 
-            sets = label_sets.sets_from_columns(frame, config.label_columns, config.describe())
-            frame = pd.DataFrame({"text": frame[config.text_column], "label": sets,
-                                  **({"split": frame["split"]} if "split" in frame.columns else {})})
-        frame = frame.rename(columns={config.text_column: "text", config.label_column: "label"})
-        frame = frame[["text", "label"] + [c for c in ("split", "split_key") if c in frame.columns]]
+        labels = (label_sets.sets_from_columns(frame, config.label_columns, config.describe()) if config.label_columns
+                  else frame[config.label_column])
+        frame = pd.DataFrame({"text": frame[config.text_column], "label": labels, **extra})
     elif config.source == "folder":
         frame = files.read_class_folders(config.path, encoding=config.encoding, limit=config.limit)
     else:
@@ -186,6 +226,8 @@ def load_text_classification(config: TextClassificationDataConfig) -> TextSplits
     """
     frame = read_examples(config)
     where = config.describe()
+    if config.pairs:
+        _check_pairs(frame, config, where)
     if config.multi_label:
         return _load_multi_label(frame, config, where)
     label_sets.warn_if_sets(frame["label"], where)
@@ -202,7 +244,7 @@ def load_text_classification(config: TextClassificationDataConfig) -> TextSplits
         raise DataError(f"the label column of {where} has a single class ({names[present[0]]!r}) in "
                         f"{len(frame)} examples; a classifier needs at least two (check data.label_column"
                         f"{' or raise data.limit' if config.limit else ''})")
-    texts = frame["text"].astype(str).to_numpy(dtype=object)
+    texts = _texts(frame)
 
     def take(index: np.ndarray) -> TextExamples:
         return TextExamples(texts[index], ids[index])
@@ -212,6 +254,23 @@ def load_text_classification(config: TextClassificationDataConfig) -> TextSplits
     log.info("Data %s: %d train / %d validation / %d test examples, %d classes (%s)", where,
              len(splits.train), len(splits.validation), len(splits.test), splits.num_classes, ", ".join(names))
     return splits
+
+
+def _texts(frame: pd.DataFrame) -> np.ndarray:
+    """The texts as an object array of str: (n,), or (n, 2) with a `text_pair` column."""
+    columns = ["text", "text_pair"] if "text_pair" in frame.columns else ["text"]
+    texts = frame[columns].astype(str).to_numpy(dtype=object)
+    return texts if len(columns) == 2 else texts[:, 0]
+
+
+def _check_pairs(frame: pd.DataFrame, config: TextClassificationDataConfig, where: str) -> None:
+    """Every row of a pair dataset has its second text: a missing one is a broken row, not a one-text example."""
+    second = frame["text_pair"]
+    empty = np.flatnonzero((second.isna() | second.astype(str).str.strip().eq("")).to_numpy())
+    if len(empty):
+        rows = ", ".join(str(i + 1) for i in empty[:5]) + (", ..." if len(empty) > 5 else "")
+        raise DataError(f"{where}: {len(empty)} of {len(frame)} rows have no {config.text_pair_column!r} (the "
+                        f"second text of each pair; data rows {rows}): fill them in or drop those rows")
 
 
 def _split(frame: pd.DataFrame, config: TextClassificationDataConfig, where: str):
@@ -248,7 +307,7 @@ def _load_multi_label(frame: pd.DataFrame, config: TextClassificationDataConfig,
         raise DataError(f"the dataset {where} has no examples (after dropping empty texts)")
     sets = (list(frame["label"]) if config.label_columns
             else label_sets.parse_sets(frame["label"], config.label_separator))
-    texts = frame["text"].astype(str).to_numpy(dtype=object)
+    texts = _texts(frame)
     train, val, test = _split(frame, config, where)
     names = label_sets.kept_labels([sets[i] for i in train], config.min_label_count, where)
 

@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from kpipe.evaluation.text_blocks import TextBlocks
+
 THRESHOLD_GRID = np.round(np.arange(0.05, 0.951, 0.05), 2).astype(np.float32)  # compared in float32, as served
 C_GRID = (1.0, 4.0, 16.0, 64.0)
 
@@ -83,13 +85,10 @@ def one_vs_rest_baseline(train_texts, train_labels, validation_texts, validation
 
     started = time.perf_counter()
     ngram_range = (1, 4) if analyzer == "char" else (1, 2)
-    vectorizer = TfidfVectorizer(analyzer="char_wb" if analyzer == "char" else "word", ngram_range=ngram_range,
-                                 min_df=2, sublinear_tf=True, strip_accents="unicode")
-    try:
-        train_x = vectorizer.fit_transform(list(train_texts))
-    except ValueError:  # tiny data: every n-gram once
-        vectorizer.set_params(min_df=1)
-        train_x = vectorizer.fit_transform(list(train_texts))
+    vectorizer = TextBlocks(lambda: TfidfVectorizer(analyzer="char_wb" if analyzer == "char" else "word",
+                                                    ngram_range=ngram_range, min_df=2, sublinear_tf=True,
+                                                    strip_accents="unicode"))
+    train_x = vectorizer.fit_transform(train_texts)  # one block per text of a pair
     train_y = np.asarray(train_labels) > 0.5
     always = train_y.all(axis=0) | ~train_y.any(axis=0)  # a label on every (or no) training text: nothing to fit
 
@@ -101,7 +100,7 @@ def one_vs_rest_baseline(train_texts, train_labels, validation_texts, validation
         out[:, ~always] = model.predict_proba(x)
         return out
 
-    validation_x = vectorizer.transform(list(validation_texts))
+    validation_x = vectorizer.transform(validation_texts)
     models, scores, thresholds = {}, {}, {}
     for c in c_grid:
         models[c] = fit(c)
@@ -109,6 +108,6 @@ def one_vs_rest_baseline(train_texts, train_labels, validation_texts, validation
         thresholds[c] = choose_thresholds(np.asarray(validation_labels), probs)
         scores[c] = multi_label_metrics(validation_labels, probs >= thresholds[c], [])["micro_f1"]
     best = max(c_grid, key=lambda c: (scores[c], -c))
-    predicted = probabilities(models[best], vectorizer.transform(list(test_texts))) >= thresholds[best]
+    predicted = probabilities(models[best], vectorizer.transform(test_texts)) >= thresholds[best]
     return OneVsRestResult(predicted.astype(np.int8), best, thresholds[best], scores, analyzer, ngram_range,
                            time.perf_counter() - started)

@@ -14,6 +14,8 @@ import time
 
 import numpy as np
 
+from kpipe.evaluation.text_blocks import TextBlocks
+
 log = logging.getLogger(__name__)
 
 # Inverse regularisation strengths tried on validation. IMDB picks 16 from (1, 4, 16): the grid reaches
@@ -40,25 +42,24 @@ def fit_and_predict(train_texts, train_labels, validation_texts, validation_labe
                     c_grid=C_GRID) -> BaselineResult:
     """TF-IDF (1-2 grams) + logistic regression: C chosen on validation, refitted on train, test predicted.
 
+    Pairs of texts ((n, 2) arrays) get one TF-IDF block per text, side by side.
+
     Without a validation split the middle of `c_grid` is used.
     """
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
     started = time.perf_counter()
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, strip_accents="unicode")
-    try:
-        train_x = vectorizer.fit_transform(list(train_texts))
-    except ValueError:  # every n-gram occurs once (tiny data): keep them all
-        vectorizer.set_params(min_df=1)
-        train_x = vectorizer.fit_transform(list(train_texts))
+    vectorizer = TextBlocks(lambda: TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True,
+                                                    strip_accents="unicode"))
+    train_x = vectorizer.fit_transform(train_texts)
 
     def fit(c):
         return LogisticRegression(C=c, max_iter=2000).fit(train_x, train_labels)
 
     scores = {}
     if len(validation_texts):
-        validation_x = vectorizer.transform(list(validation_texts))
+        validation_x = vectorizer.transform(validation_texts)
         models = {c: fit(c) for c in c_grid}
         scores = {c: float((m.predict(validation_x) == validation_labels).mean()) for c, m in models.items()}
         best = max(c_grid, key=lambda c: (scores[c], -c))  # ties: the stronger regularisation
@@ -66,5 +67,5 @@ def fit_and_predict(train_texts, train_labels, validation_texts, validation_labe
     else:
         best = c_grid[len(c_grid) // 2]
         model = fit(best)
-    predicted = model.predict(vectorizer.transform(list(test_texts)))
+    predicted = model.predict(vectorizer.transform(test_texts))
     return BaselineResult(np.asarray(predicted), best, scores, time.perf_counter() - started)

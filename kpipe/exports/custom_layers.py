@@ -17,6 +17,7 @@ CUSTOM_LAYER_MODULES = (
     "kpipe.models.fmm_attention",
     "kpipe.models.linear_attention",
     "kpipe.models.masked_pooling",
+    "kpipe.models.pair_features",
     "kpipe.models.random_feature_attention",
     "kpipe.models.rnn_forecaster",
     "kpipe.models.seq2seq",

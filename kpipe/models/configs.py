@@ -56,6 +56,8 @@ class RNNClassifierConfig:
             10x lower than `training.learning_rate`).
         vocabulary_size: number of token ids (set by kpipe from the fitted vocabulary).
         num_classes: number of classes (set by kpipe from the data); 2 gives one sigmoid unit.
+        text_pairs: the inputs are pairs of texts, (batch, 2, time) ids, read by one shared (siamese)
+            encoder (set by kpipe from the data).
     """
 
     family: str = "rnn_classifier"
@@ -73,6 +75,7 @@ class RNNClassifierConfig:
     vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
     num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
     multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
+    text_pairs: bool = dataclasses.field(default=False, metadata=DERIVED)  # siamese encoder (set by kpipe)
 
     def __post_init__(self):
         check_choice("family", self.family, ("rnn_classifier",))

@@ -8,6 +8,7 @@ import keras
 
 from kpipe.models.masked_pooling import MaskedMaxPooling, MaskedMeanPooling
 from kpipe.models.classifier_head import probabilities_layer
+from kpipe.models.pair_features import PairFeatures
 from kpipe.models.recurrent_cells import CELLS
 from kpipe.models.configs import EMBEDDING_TRAINING, RNNClassifierConfig  # noqa: F401  (re-exported)
 
@@ -29,6 +30,9 @@ def build_rnn_classifier(config: RNNClassifierConfig, *, embeddings_initializer=
             holding pretrained vectors of shape (vocabulary_size, embedding_dim). Default "uniform".
         trainable_embeddings: False freezes the embedding table.
 
+    With `config.text_pairs` the model takes a pair's ids `(batch, 2, time)`, both texts read by one shared
+    (siamese) encoder whose vectors u and v reach the head as `[u, v, |u - v|, u * v]`.
+
     Returns:
         A `keras.Model` mapping int token ids `(batch, time)` to probabilities: `(batch, 1)`
         (sigmoid) when `num_classes == 2`, else `(batch, num_classes)` (softmax).
@@ -41,9 +45,38 @@ def build_rnn_classifier(config: RNNClassifierConfig, *, embeddings_initializer=
     if config.recurrent_dropout > 0:
         log.warning("recurrent_dropout=%s disables the cuDNN LSTM/GRU kernels on GPU", config.recurrent_dropout)
 
-    # === Inputs ===
-    token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+    # === Inputs: token ids, or a pair's ids (batch, 2, time) read by one shared encoder ===
+    if config.text_pairs:
+        token_ids = keras.Input(shape=(2, None), dtype="int32", name="token_ids")
+        encoder = _sentence_encoder(config, embeddings_initializer, trainable_embeddings)
+        x = PairFeatures(name="pair_features")([encoder(token_ids[:, 0]), encoder(token_ids[:, 1])])
+    else:
+        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        x = _encode(token_ids, config, embeddings_initializer, trainable_embeddings)
 
+    # === Head (float32 even under mixed precision, for a stable loss) ===
+    if config.dropout:
+        x = keras.layers.Dropout(config.dropout, name="head_dropout")(x)
+    probabilities = probabilities_layer(config.num_classes, config.multi_label)(x)
+    return keras.Model(token_ids, probabilities, name="rnn_classifier")
+
+
+def _sentence_encoder(config: RNNClassifierConfig, embeddings_initializer, trainable_embeddings) -> keras.Model:
+    """One text's ids (batch, time) -> its vector: the siamese encoder both texts of a pair go through."""
+    token_ids = keras.Input(shape=(None,), dtype="int32", name="text_ids")
+    return keras.Model(token_ids, _encode(token_ids, config, embeddings_initializer, trainable_embeddings),
+                       name="sentence_encoder")
+
+
+def embedding_layer(model: keras.Model) -> keras.layers.Embedding:
+    """The token embedding of a model `build_rnn_classifier` made (inside the shared encoder of a pair model)."""
+    if any(layer.name == "sentence_encoder" for layer in model.layers):
+        model = model.get_layer("sentence_encoder")
+    return model.get_layer("embedding")
+
+
+def _encode(token_ids, config: RNNClassifierConfig, embeddings_initializer, trainable_embeddings):
+    """Embedding, recurrent stack and pooling: token ids (batch, time) -> (batch, features)."""
     # === Embedding (mask_zero: id 0 is padding) ===
     x = keras.layers.Embedding(config.vocabulary_size, config.embedding_dim, mask_zero=True,
                                embeddings_initializer=embeddings_initializer,
@@ -63,9 +96,4 @@ def build_rnn_classifier(config: RNNClassifierConfig, *, embeddings_initializer=
     if pooled:  # "max", "mean" or "max_mean" (both, concatenated)
         outputs = [POOLINGS[kind](name=f"{kind}_pooling")(x) for kind in config.pooling.split("_")]
         x = outputs[0] if len(outputs) == 1 else keras.layers.Concatenate(name="pooled")(outputs)
-
-    # === Head (float32 even under mixed precision, for a stable loss) ===
-    if config.dropout:
-        x = keras.layers.Dropout(config.dropout, name="head_dropout")(x)
-    probabilities = probabilities_layer(config.num_classes, config.multi_label)(x)
-    return keras.Model(token_ids, probabilities, name="rnn_classifier")
+    return x

@@ -88,6 +88,49 @@ class NgramFeatures(tf.Module):
         return tf.SparseTensor(counts.indices, values / tf.gather(norms, segments), counts.dense_shape)
 
 
+OVERLAP_FEATURES = ("first_in_second", "second_in_first", "jaccard")  # a pair's shared n-grams, as shares
+
+
+class PairNgramFeatures(tf.Module):
+    """Pairs of strings (batch, 2) -> sparse (batch, 2 * features + 3): the first text's n-gram features, the
+    second's (the same fitted `NgramFeatures`, a block each), then how much they share: the share of the first
+    text's distinct n-grams found in the second, the reverse, and their Jaccard overlap. A linear model on two
+    bags cannot see that the texts agree; the overlap block lets it.
+    """
+
+    def __init__(self, features: NgramFeatures):
+        super().__init__(name="pair_ngram_features")
+        self.features = features
+
+    @property
+    def size(self) -> int:
+        return 2 * self.features.size + len(OVERLAP_FEATURES)
+
+    def vocabulary(self) -> list[str]:
+        words = self.features.vocabulary()
+        return ([f"first:{w}" for w in words] + [f"second:{w}" for w in words]
+                + [f"overlap:{name}" for name in OVERLAP_FEATURES])
+
+    def __call__(self, texts: tf.Tensor) -> tf.SparseTensor:
+        first, second = self.features(texts[:, 0]), self.features(texts[:, 1])
+        return tf.sparse.concat(1, [first, second, tf.sparse.from_dense(overlap_shares(first, second))])
+
+
+def overlap_shares(first: tf.SparseTensor, second: tf.SparseTensor) -> tf.Tensor:
+    """(batch, 3) float32: |A & B| / |A|, |A & B| / |B| and |A & B| / |A | B| of each row's feature sets
+    (0 where a set is empty)."""
+    def feature_sets(features: tf.SparseTensor) -> tf.SparseTensor:
+        features = tf.sparse.reorder(features)
+        return tf.RaggedTensor.from_value_rowids(features.indices[:, 1], features.indices[:, 0],
+                                                 nrows=features.dense_shape[0]).to_sparse()
+
+    a, b = feature_sets(first), feature_sets(second)
+    shared = tf.cast(tf.sets.size(tf.sets.intersection(a, b)), tf.float32)
+    size_a, size_b = tf.cast(tf.sets.size(a), tf.float32), tf.cast(tf.sets.size(b), tf.float32)
+    return tf.stack([tf.math.divide_no_nan(shared, size_a), tf.math.divide_no_nan(shared, size_b),
+                     tf.math.divide_no_nan(shared, size_a + size_b - shared)], axis=1)
+
+
 def fit_ngram_features(texts: np.ndarray, labels: np.ndarray, config: TextPreprocessingConfig, *, num_classes: int,
                        ngrams: int, max_features: int, weighting: str, char_ngrams: int = 0,
                        max_char_features: int = 0) -> tuple[NgramFeatures, np.ndarray]:

@@ -42,6 +42,11 @@ def make_vectorizer(config: TextPreprocessingConfig, vocabulary: list[str] | Non
         name="text_vectorization")
 
 
+def string_tensor(texts: np.ndarray) -> tf.Tensor:
+    """An object array of str, (n,) or (n, 2) for pairs, as a tf.string tensor of the same shape."""
+    return tf.constant(np.asarray(texts, dtype=object).tolist(), tf.string, shape=np.shape(texts))
+
+
 def fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig, *, cache_dir: Path | None = None) -> list[str]:
     """The vocabulary of the training texts: ["", "[UNK]", "the", ...] most frequent first, or
     WordPiece's ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", ...] sub-words.
@@ -49,7 +54,9 @@ def fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig, *, cache_
     Fit on the training split only, so validation and test scores are honest. With `cache_dir`,
     the result is kept there under a hash of the texts and the settings it depends on, so a rerun
     (a resumed run, another model on the same data) skips the fit: WordPiece takes minutes on IMDB.
+    Pairs of texts ((n, 2)) are fitted on both texts.
     """
+    texts = np.asarray(texts, dtype=object).reshape(-1)
     cache = cache_dir / f"vocabulary-{_vocabulary_key(texts, config)}.json" if cache_dir else None
     if cache and cache.is_file():
         log.info("Vocabulary from the cache %s", cache)
@@ -117,18 +124,29 @@ def pad_batch(token_ids: tf.RaggedTensor | tf.Tensor) -> tf.Tensor:
     """Right-pad a batch with 0 to its longest row (at least one column, so empty texts still work).
 
     Returns:
-        int32 tensor of shape (batch, max(1, longest)).
+        int32 tensor of shape (batch, max(1, longest)), or (batch, 2, max(1, longest)) for pairs.
     """
     if isinstance(token_ids, tf.RaggedTensor):
         token_ids = token_ids.to_tensor(default_value=0)
-    missing = tf.maximum(0, 1 - tf.shape(token_ids)[1])
-    return tf.cast(tf.pad(token_ids, [[0, 0], [0, missing]]), tf.int32)
+    missing = tf.maximum(0, 1 - tf.shape(token_ids)[-1])
+    return tf.cast(tf.pad(token_ids, [[0, 0]] * (token_ids.shape.rank - 1) + [[0, missing]]), tf.int32)
 
 
 def encode_texts(vectorizer: keras.layers.TextVectorization, texts: tf.Tensor,
                  config: TextPreprocessingConfig) -> tf.Tensor:
-    """Raw strings (batch,) -> right-padded token ids (batch, time); used by the export too."""
-    return pad_batch(truncate(vectorize(vectorizer, texts), config.sequence_length, config.truncating))
+    """Raw strings (batch,) -> right-padded token ids (batch, time); pairs (batch, 2) -> (batch, 2, time), both
+    texts padded to the longer. Used by the export too."""
+    if texts.shape.rank == 2:
+        return pad_batch(_truncated_ids(vectorizer, texts, config).to_tensor())
+    return pad_batch(_truncated_ids(vectorizer, texts, config))
+
+
+def _truncated_ids(vectorizer, texts: tf.Tensor, config: TextPreprocessingConfig) -> tf.RaggedTensor:
+    """Each text's ids cut to `sequence_length`: (batch, None) ragged, or (batch, 2, None) for pairs."""
+    if texts.shape.rank == 2:  # a pair: both texts vectorized as one batch, then regrouped in twos
+        ids = truncate(vectorize(vectorizer, tf.reshape(texts, [-1])), config.sequence_length, config.truncating)
+        return tf.RaggedTensor.from_uniform_row_length(ids, 2)
+    return truncate(vectorize(vectorizer, texts), config.sequence_length, config.truncating)
 
 
 def bucket_boundaries(lengths: np.ndarray, config: TextPreprocessingConfig) -> list[int]:
@@ -145,7 +163,7 @@ def make_text_dataset(texts: np.ndarray, labels: np.ndarray, vectorizer: keras.l
     length bucket when `boundaries` is given) and right-padded with 0.
 
     Args:
-        texts: (n,) array of str.
+        texts: (n,) array of str, or (n, 2) for pairs (batches of (batch, 2, time) ids).
         labels: (n,) int array of label ids.
         vectorizer: an adapted `make_vectorizer` layer.
         config: sequence length and truncation.
@@ -157,31 +175,34 @@ def make_text_dataset(texts: np.ndarray, labels: np.ndarray, vectorizer: keras.l
     Returns:
         Dataset of (int32 (batch, time), int32 (batch,)), ending in prefetch.
     """
-    ds = tf.data.Dataset.from_tensor_slices((tf.constant(list(texts), tf.string), tf.constant(labels, tf.int32)))
+    pairs = np.ndim(texts) == 2
+    ds = tf.data.Dataset.from_tensor_slices((string_tensor(texts), tf.constant(labels, tf.int32)))
     ds = (ds.batch(1024)
-          .map(lambda t, y: (truncate(vectorize(vectorizer, t), config.sequence_length, config.truncating), y),
-               num_parallel_calls=tf.data.AUTOTUNE)
+          .map(lambda t, y: (_truncated_ids(vectorizer, t, config), y), num_parallel_calls=tf.data.AUTOTUNE)
           .unbatch()
-          # Unbatched ragged rows arrive as rank-1 RaggedTensors; an identity map makes them dense.
-          .map(lambda ids, y: (ids, y))
+          # Unbatched ragged rows arrive as RaggedTensors: rank 1 becomes dense in an identity map, a pair's
+          # (2, None) rows are padded to the longer text.
+          .map(lambda ids, y: (ids.to_tensor() if pairs else ids, y))
           .cache())
     if shuffle:
         ds = ds.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
     if boundaries:
         ds = ds.bucket_by_sequence_length(
-            element_length_func=lambda ids, _: tf.shape(ids)[0],
+            element_length_func=lambda ids, _: tf.shape(ids)[-1],
             bucket_boundaries=list(boundaries), bucket_batch_sizes=[batch_size] * (len(boundaries) + 1))
-    else:
-        ds = ds.padded_batch(batch_size, padded_shapes=([None], np.shape(labels)[1:]))  # labels: () or (labels,)
+    else:  # labels: () or (labels,)
+        ds = ds.padded_batch(batch_size, padded_shapes=([2, None] if pairs else [None], np.shape(labels)[1:]))
     return prefetched(ds.map(lambda ids, y: (pad_batch(ids), y)))
 
 
 def token_lengths(texts: np.ndarray, vectorizer: keras.layers.TextVectorization) -> np.ndarray:
-    """Number of tokens in each text (before truncation), as an int array."""
+    """Number of tokens in each text (before truncation), as an int array; for pairs, the longer text's."""
     if not len(texts):
         return np.array([])
+    if np.ndim(texts) == 2:
+        return token_lengths(np.asarray(texts).reshape(-1), vectorizer).reshape(-1, 2).max(axis=1)
     # Tokenized inside tf.data (graph mode): run eagerly, keras-hub's tokenizers return Python lists,
     # 10x slower on IMDB reviews.
-    ds = (tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string)).batch(1024)
+    ds = (tf.data.Dataset.from_tensor_slices(string_tensor(texts)).batch(1024)
           .map(lambda batch: vectorize(vectorizer, batch).row_lengths()))
     return np.concatenate([lengths.numpy() for lengths in ds])

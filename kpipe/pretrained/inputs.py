@@ -5,6 +5,10 @@ length (long texts cut as `preprocessing.truncating` says); each batch is then c
 text, and training batches group texts of similar length (length buckets), so most tweets cost ~40
 positions instead of the full length.
 The same `encode` runs in the exported SavedModel, so serving sees exactly the training inputs.
+
+Pairs of texts ((batch, 2) strings) are packed as the checkpoint was pretrained on them: `[CLS] first [SEP]
+second [SEP]` with segment ids 0 and 1 (BERT-style presets); a pair too long is cut by keras-hub's round-robin
+packer, which takes word pieces off the longer text first, each text keeping its first word pieces.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from kpipe.preprocessing.text import TextPreprocessingConfig, truncate, vectorize
+from kpipe.preprocessing.text import TextPreprocessingConfig, string_tensor, truncate, vectorize
 from kpipe.pretrained import presets
 from kpipe.preprocessing.prefetch import prefetched
 
@@ -41,9 +45,14 @@ class TruncatingPreprocessor(tf.Module):
     def sequence_length(self) -> int:
         return self.preprocessor.sequence_length
 
-    def __call__(self, texts: tf.Tensor) -> dict[str, tf.Tensor]:
-        ids = truncate(vectorize(self.tokenizer, texts), self.sequence_length - self.special_tokens, self.truncating)
-        token_ids, segment_ids = self.preprocessor.packer((ids,))
+    def __call__(self, x: tf.Tensor | tuple[tf.Tensor, tf.Tensor]) -> dict[str, tf.Tensor]:
+        texts = x  # named as the preset preprocessor's argument, so `pack` calls both alike
+        if isinstance(texts, tuple):  # a pair: the packer's round robin cuts the longer text first
+            ids = tuple(vectorize(self.tokenizer, t) for t in texts)
+        else:
+            ids = (truncate(vectorize(self.tokenizer, texts), self.sequence_length - self.special_tokens,
+                            self.truncating),)
+        token_ids, segment_ids = self.preprocessor.packer(ids)
         outputs = {"token_ids": token_ids, "segment_ids": segment_ids,
                    "padding_mask": tf.not_equal(token_ids, self.tokenizer.pad_token_id)}
         return {name: outputs[name] for name in self.names}
@@ -64,6 +73,12 @@ def load_run_preprocessor(preset: str, pre: TextPreprocessingConfig):
     return with_truncation(presets.load_preprocessor(preset, pre.sequence_length), pre.truncating)
 
 
+def pack(preprocessor, texts: tf.Tensor) -> dict[str, tf.Tensor]:
+    """The preprocessor's outputs for (batch,) strings, or for (batch, 2) pairs given as segments (first,
+    second). By keyword: keras-hub's preprocessors read a positional tuple as (x, y), texts and labels."""
+    return preprocessor(x=(texts[:, 0], texts[:, 1]) if texts.shape.rank == 2 else texts)
+
+
 def trim_to_longest(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """The backbone inputs (each (batch, length)) cut to the longest text's tokens (right padding), as int32."""
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["padding_mask"], tf.int32), axis=1))
@@ -71,13 +86,15 @@ def trim_to_longest(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
 
 
 def encode(preprocessor, texts: tf.Tensor) -> dict[str, tf.Tensor]:
-    """(batch,) raw strings -> the backbone's inputs, (batch, longest) each, as the backbone's dtypes."""
-    return trim_to_longest(preprocessor(texts))
+    """(batch,) raw strings (or (batch, 2) pairs) -> the backbone's inputs, (batch, longest) each, as the
+    backbone's dtypes."""
+    return trim_to_longest(pack(preprocessor, texts))
 
 
 def token_lengths(texts: np.ndarray, preprocessor, batch_size: int = 1024) -> np.ndarray:
     """Tokens per text, special tokens included, capped at the preprocessor's sequence length."""
-    lengths = [np.sum(np.asarray(preprocessor(tf.constant(list(texts[i:i + batch_size])))["padding_mask"]), axis=1)
+    lengths = [np.sum(np.asarray(pack(preprocessor, string_tensor(texts[i:i + batch_size]))["padding_mask"]),
+                      axis=1)
                for i in range(0, len(texts), batch_size)]
     return np.concatenate(lengths) if lengths else np.zeros(0, int)
 
@@ -93,8 +110,9 @@ def make_pretrained_dataset(texts: np.ndarray, labels: np.ndarray, preprocessor,
     Returns:
         Dataset of ({"token_ids", "padding_mask", ...: (batch, time)}, int32 (batch,)), ending in prefetch.
     """
-    ds = tf.data.Dataset.from_tensor_slices((tf.constant(list(texts), tf.string), tf.constant(labels, tf.int32)))
-    ds = ds.batch(1024).map(lambda t, y: (preprocessor(t), y), num_parallel_calls=tf.data.AUTOTUNE).unbatch().cache()
+    ds = tf.data.Dataset.from_tensor_slices((string_tensor(texts), tf.constant(labels, tf.int32)))
+    ds = (ds.batch(1024).map(lambda t, y: (pack(preprocessor, t), y), num_parallel_calls=tf.data.AUTOTUNE)
+          .unbatch().cache())
     if shuffle:
         ds = ds.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
     if boundaries:

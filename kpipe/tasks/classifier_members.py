@@ -24,7 +24,7 @@ from kpipe.vectors.word_vectors import align_to_vocabulary, load_word_vectors
 from kpipe.errors import ConfigError
 from kpipe.models.bag_of_ngrams import BagOfNgramsConfig, build_bag_of_ngrams
 from kpipe.models.configs import PretrainedClassifierConfig
-from kpipe.models.rnn_classifier import build_rnn_classifier
+from kpipe.models.rnn_classifier import build_rnn_classifier, embedding_layer
 from kpipe.models.transformer_classifier import (TransformerClassifierConfig, build_masked_lm,
                                                  build_transformer_classifier, encoder_weights)
 from kpipe.preprocessing.buckets import quantile_boundaries
@@ -32,7 +32,8 @@ from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
 from kpipe.pretrained import classifier as pretrained_classifier
 from kpipe.pretrained import inputs as pretrained_inputs
 from kpipe.pretrained import presets
-from kpipe.preprocessing.ngrams import fit_ngram_features, make_ngram_dataset, nb_log_count_ratios
+from kpipe.preprocessing.ngrams import (PairNgramFeatures, fit_ngram_features, make_ngram_dataset,
+                                       nb_log_count_ratios)
 from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
                                       make_text_dataset, make_vectorizer, token_lengths)
 from kpipe.training.run import Run
@@ -90,18 +91,26 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
     if model_config.weighting == "nb" and splits.multi_label:
         raise ConfigError("model.weighting='nb' weighs n-grams by how they split one label from the others, which "
                           "several labels per text do not have: use model.weighting='tfidf' (or 'binary')")
+    if model_config.weighting == "nb" and splits.pairs:
+        raise ConfigError("model.weighting='nb' weighs the n-grams of one text; pairs of texts (data.text_pair_column) "
+                          "take model.weighting='tfidf' (or 'binary')")
     if model_config.weighting == "nb" and model_config.hidden_units and splits.num_classes > 2:
         raise ConfigError("model.weighting='nb' with a hidden layer needs two classes; this data has "
                           f"{splits.num_classes}: use model.hidden_units=0 or another weighting")
     started = time.perf_counter()
-    # With several labels per text, one "class": its document frequencies are the n-grams' own (the IDF's)
-    class_labels = np.zeros(len(splits.train), np.int32) if splits.multi_label else splits.train.labels
+    # With several labels per text or pairs, one "class": its document frequencies are the n-grams' own (the
+    # IDF's); a pair's vocabulary and idf are fitted on both of its texts.
+    one_class = splits.multi_label or splits.pairs
+    train_texts = splits.train.texts.reshape(-1)
+    class_labels = np.zeros(len(train_texts), np.int32) if one_class else splits.train.labels
     features, class_df = fit_ngram_features(
-        splits.train.texts, class_labels, pre, num_classes=1 if splits.multi_label else splits.num_classes,
+        train_texts, class_labels, pre, num_classes=1 if one_class else splits.num_classes,
         ngrams=model_config.ngrams,
         max_features=model_config.max_features, weighting=model_config.weighting,
         char_ngrams=model_config.char_ngrams, max_char_features=model_config.max_char_features)
     ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha) if model_config.weighting == "nb" else None
+    if splits.pairs:  # a block per text, then their overlap
+        features = PairNgramFeatures(features)
     fit_seconds = time.perf_counter() - started
     model_config = dataclasses.replace(model_config, vocabulary_size=features.size, num_classes=splits.num_classes,
                                        multi_label=splits.multi_label)
@@ -171,7 +180,9 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
                                   "pooling": model_config.pooling, "length_buckets": boundaries,
                                   "token_length_median": float(np.median(lengths)),
                                   "length_seconds": round(tokenize_seconds, 2)}},
-                  embed=lambda text: encoder(pretrained_inputs.encode(preprocessor, text), training=False))
+                  # A pair's vector would embed the pair, not a sentence: pair models have no `embed`
+                  embed=None if splits.pairs else lambda text: encoder(pretrained_inputs.encode(preprocessor, text),
+                                                                       training=False))
 
 
 # === Sequence models: (Bi)LSTM/GRU and transformer encoders ===
@@ -179,6 +190,10 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
 def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPreprocessingConfig,
                          subdir: str, training: TrainingConfig) -> Member:
     transformer = isinstance(model_config, TransformerClassifierConfig)
+    if transformer and splits.pairs:
+        raise ConfigError("model.family='transformer_classifier' reads one text; for pairs of texts "
+                          "(data.text_pair_column) use 'pretrained_classifier' (a cross-encoder), 'rnn_classifier' "
+                          "(a siamese encoder) or 'bag_of_ngrams'")
     pretrain_texts = None
     if transformer and model_config.pretrain_epochs:
         pretrain_texts, pretrain_source = pretraining_texts(model_config, splits)
@@ -203,7 +218,8 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
 
     model_config = dataclasses.replace(model_config, vocabulary_size=len(vocabulary), num_classes=splits.num_classes,
                                        multi_label=splits.multi_label,
-                                       **({"sequence_length": pre.sequence_length} if transformer else {}))
+                                       **({"sequence_length": pre.sequence_length} if transformer
+                                          else {"text_pairs": splits.pairs}))
     pretrained, coverage = None, None
     if vectors is not None:
         pretrained, coverage = align_to_vocabulary(vectors, vocabulary, seed=seed)
@@ -211,7 +227,7 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
     fine_tune = None
     if not transformer and model_config.embedding_training == "two_phase":
         fine_tune = FineTuneSchedule(model_config.frozen_epochs, model_config.fine_tune_learning_rate,
-                                     unfreeze=lambda model: setattr(model.get_layer("embedding"), "trainable", True))
+                                     unfreeze=lambda model: setattr(embedding_layer(model), "trainable", True))
 
     pretrained_encoder, pretraining = {}, None
     if pretrain_texts is not None:
@@ -230,7 +246,7 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
         if pretrained is not None:
             # Assigned after building: a Constant initializer would copy the whole matrix into the
             # model's JSON config (and every .keras file). A restored checkpoint overrides it on resume.
-            model.get_layer("embedding").embeddings.assign(pretrained)
+            embedding_layer(model).embeddings.assign(pretrained)
         return model
 
     model, history = run.train(build, subdir=subdir, config=training, loss=_loss(splits), metrics=_metrics(splits),

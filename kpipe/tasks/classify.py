@@ -53,6 +53,7 @@ class Prediction:
     probability: float
     probabilities: dict[str, float]
     labels: tuple[str, ...] | None = None  # several labels per text only
+    text_pair: str | None = None  # the second text, for a pair model
 
 
 # === Serving ===
@@ -70,8 +71,9 @@ class ClassifierServing(tf.Module):
     """
 
     def __init__(self, members: Sequence[Member], weights: Sequence[float], label_names: Sequence[str],
-                 thresholds: Sequence[float] | None = None, separator: str = "|"):
+                 thresholds: Sequence[float] | None = None, separator: str = "|", pairs: bool = False):
         super().__init__()
+        self.pairs = pairs  # pairs of texts: `serve_pairs(text, text_pair)` is the export's `serve`
         # Several labels per text: one sigmoid per label, and the labels over their thresholds
         self.thresholds = None if thresholds is None else tf.constant(np.asarray(thresholds, np.float32))
         self.separator = separator
@@ -84,7 +86,9 @@ class ClassifierServing(tf.Module):
                          if m.compiled_length else None for m in members]
         self.encoder = None
         model = members[0].model
-        if len(members) == 1 and members[0].embed is not None:  # the family says how it embeds
+        if pairs:  # a pair model embeds no single sentence
+            pass
+        elif len(members) == 1 and members[0].embed is not None:  # the family says how it embeds
             self.encoder = members[0].embed
             self.embed = tf.function(lambda text: {"embedding": members[0].embed(text)},
                                      input_signature=[tf.TensorSpec([None], tf.string, name="text")])
@@ -104,6 +108,15 @@ class ClassifierServing(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def serve(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
+        return self.classify(text)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
+                                  tf.TensorSpec([None], tf.string, name="text_pair")])
+    def serve_pairs(self, text: tf.Tensor, text_pair: tf.Tensor) -> dict[str, tf.Tensor]:
+        return self.classify(tf.stack([text, text_pair], axis=1))
+
+    def classify(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
+        """(batch,) strings, or (batch, 2) pairs -> the outputs of `serve`."""
         probabilities = 0.0
         for member, weight, compiled in zip(self.members, self.weights, self.compiled):
             inputs = member.encode(text)
@@ -124,10 +137,12 @@ class ClassifierServing(tf.Module):
 
 
 def padded_call(function, ids: tf.Tensor, length: int) -> tf.Tensor:
-    """`function(ids)` on ids padded to (next power of two rows, `length` columns) with 0s, cut back to its rows."""
+    """`function(ids)` on ids padded to (next power of two rows, `length` columns) with 0s, cut back to its rows
+    (ids (batch, time), or (batch, 2, time) for pairs)."""
     rows = tf.shape(ids)[0]
     bucket = tf.while_loop(lambda b: b < rows, lambda b: b * 2, [tf.constant(1)])[0]
-    padded = tf.pad(ids, [[0, bucket - rows], [0, length - tf.shape(ids)[1]]])
+    middle = [[0, 0]] * (ids.shape.rank - 2)  # a pair's axis of two texts
+    padded = tf.pad(ids, [[0, bucket - rows], *middle, [0, length - tf.shape(ids)[-1]]])
     return function(padded)[:rows]
 
 
@@ -141,8 +156,10 @@ def write_classifier_export(path: Path, *, members: Sequence[Member], weights: S
     `role`) are written as `ngrams_model.keras`, `recurrent_model.keras` and their vocabularies.
     """
     separator = config.data.label_separator or "|"
-    serving = ClassifierServing(members, weights, label_names, thresholds, separator)
-    endpoints = {"serve": serving.serve, **({"embed": serving.embed} if serving.encoder is not None else {})}
+    pairs = getattr(config.data, "pairs", False)
+    serving = ClassifierServing(members, weights, label_names, thresholds, separator, pairs=pairs)
+    endpoints = {"serve": serving.serve_pairs if pairs else serving.serve,
+                 **({"embed": serving.embed} if serving.encoder is not None else {})}
     saved_model.write_saved_model(path, tracked=[*serving.models, *serving.tracked], endpoints=endpoints)
     main = members[-1]
     history = [h for member in members for h in member.history]
@@ -218,7 +235,8 @@ def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
         data=(splits.train.texts.tolist(), splits.train.labels.tolist()))
     summary = (f"Test on {len(splits.test)} examples:\n{comparison_table(metrics)}\nExported to {version_dir} "
                f"(report: metrics.json, training_curves.png)\n"
-               f'Try: kpipe predict {version_dir} "your text here"')
+               + (f'Try: kpipe predict {version_dir} --pair "first text" "second text"' if splits.pairs
+                  else f'Try: kpipe predict {version_dir} "your text here"'))
     return RunResult(version_dir, metrics, summary)
 
 
@@ -352,8 +370,9 @@ def load_classifier(model: str | Path, export_dir: str | Path = "saved_models"):
 
 
 def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Path = "saved_models",
-                  batch_size: int = 256, on_batch: Callable[[int], object] | None = None) -> list[Prediction]:
-    """Classify raw strings with an exported model.
+                  batch_size: int = 256, on_batch: Callable[[int], object] | None = None,
+                  pairs: Sequence[str] | None = None) -> list[Prediction]:
+    """Classify raw strings (or pairs of them: `texts[i]` with `pairs[i]`) with an exported model.
 
     Args:
         model: a version folder, a folder of versions (latest taken) or a pipeline name.
@@ -361,23 +380,30 @@ def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Pat
         export_dir: where pipeline names are looked up.
         batch_size: strings per call to the model.
         on_batch: called with the batch's size after each batch (e.g. a progress bar's `update`).
+        pairs: the second texts, for a model trained on pairs of texts (its `serve` takes `text_pair`).
 
     Example:
         >>> predict_texts("sentiment-bilstm", ["@united thanks, great flight!"])[0].label
         'positive'
     """
     loaded, label_names = load_classifier(model, export_dir)
+    if pairs is not None and len(pairs) != len(texts):
+        raise ValueError(f"{len(texts)} texts and {len(pairs)} second texts: give one second text per text")
+    rows = list(zip(texts, pairs)) if pairs is not None else [(text, None) for text in texts]
 
-    def predict(batch: Sequence[str]) -> list[Prediction]:
-        out = loaded.serve(tf.constant(list(batch), tf.string))
+    def predict(batch: Sequence[tuple[str, str | None]]) -> list[Prediction]:
+        first = tf.constant([a for a, _ in batch], tf.string)
+        out = loaded.serve(first) if pairs is None else loaded.serve(first, tf.constant([b for _, b in batch]))
         if "predicted" in out:  # several labels per text
             return [Prediction(text, joined.decode("utf-8"), float(row.max()),
                                {name: float(p) for name, p in zip(label_names, row)},
-                               tuple(name for name, on in zip(label_names, chosen) if on))
-                    for text, joined, row, chosen in zip(batch, out["labels"].numpy(), out["probabilities"].numpy(),
-                                                          out["predicted"].numpy())]
+                               tuple(name for name, on in zip(label_names, chosen) if on), second)
+                    for (text, second), joined, row, chosen in zip(batch, out["labels"].numpy(),
+                                                                   out["probabilities"].numpy(),
+                                                                   out["predicted"].numpy())]
         labels = [label.decode("utf-8") for label in out["label"].numpy()]
-        return [Prediction(text, label, float(row.max()), {name: float(p) for name, p in zip(label_names, row)})
-                for text, label, row in zip(batch, labels, out["probabilities"].numpy())]
+        return [Prediction(text, label, float(row.max()), {name: float(p) for name, p in zip(label_names, row)},
+                           text_pair=second)
+                for (text, second), label, row in zip(batch, labels, out["probabilities"].numpy())]
 
-    return [p for batch in call_in_batches(predict, texts, batch_size=batch_size, on_batch=on_batch) for p in batch]
+    return [p for batch in call_in_batches(predict, rows, batch_size=batch_size, on_batch=on_batch) for p in batch]

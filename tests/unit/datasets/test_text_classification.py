@@ -190,3 +190,40 @@ def test_can_reach_is_false_for_a_closed_local_port_and_true_for_an_open_one():
         assert tfds_source.can_reach(server.getsockname(), timeout=2)
         port = server.getsockname()[1]
     assert not tfds_source.can_reach(("127.0.0.1", port), timeout=2)
+
+
+def test_pairs_keep_both_texts_and_every_page_in_one_split(tmp_path):
+    from tests.helpers import evidence_pairs
+
+    frame = evidence_pairs(300)
+    frame.to_csv(tmp_path / "pairs.csv", index=False)
+    config = file_config(tmp_path / "pairs.csv", text_column="evidence", text_pair_column="claim",
+                         group_column="evidence", group_separator=":")
+    splits = load_text_classification(config)
+    assert splits.pairs and splits.train.texts.shape == (len(splits.train), 2)
+    lookup = {(e, c): label for e, c, label in frame.itertuples(index=False)}
+    assert all(splits.label_names[y] == lookup[tuple(pair)] for pair, y in zip(splits.test.texts, splits.test.labels))
+    pages = [{text.split(":")[0] for text in split.texts[:, 0]} for split in (splits.train, splits.validation,
+                                                                               splits.test)]
+    assert not (pages[0] & pages[1] or pages[0] & pages[2] or pages[1] & pages[2])
+    assert sum(map(len, pages)) == 100  # 3 pairs per page
+    by_row = load_text_classification(file_config(tmp_path / "pairs.csv", text_column="evidence",
+                                                  text_pair_column="claim"))
+    pages = [{text.split(":")[0] for text in split.texts[:, 0]} for split in (by_row.train, by_row.test)]
+    assert pages[0] & pages[1]  # without the group, a page's pairs land in several splits
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"text_pair_column": "evidence", "text_column": "evidence"}, "must differ from `text_column`"),
+    ({"group_separator": ":"}, "`group_separator` needs `group_column`"),
+])
+def test_pair_and_group_settings_are_checked(tmp_path, fields, message):
+    with pytest.raises(ValueError, match=message):
+        file_config(tmp_path / "x.csv", **fields)
+
+
+def test_a_missing_file_with_an_origin_says_where_to_get_it(tmp_path):
+    config = file_config(tmp_path / "vitaminc.csv.gz", origin="https://example.org/vitaminc")
+    with pytest.raises(DataError, match=r"no package carries it: get it from https://example.org/vitaminc and pass "
+                                        r"it with --data PATH"):
+        load_text_classification(config)

@@ -81,3 +81,19 @@ def test_pretrained_embedding_initializer_and_freezing():
 def test_bad_config_values_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         RNNClassifierConfig(**kwargs)
+
+
+def test_a_pair_model_reads_both_texts_with_one_encoder_into_u_v_their_difference_and_product():
+    import keras
+
+    from kpipe.models.pair_features import PairFeatures
+
+    model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=30, num_classes=3, units=(4,), text_pairs=True,
+                                                     pooling="mean"))
+    ids = np.array([[[3, 4, 0], [5, 0, 0]], [[3, 4, 6], [7, 8, 9]]], np.int32)
+    encoder = model.get_layer("sentence_encoder")
+    u, v = encoder(ids[:, 0]).numpy(), encoder(ids[:, 1]).numpy()
+    combined = keras.Model(model.inputs, model.get_layer("pair_features").output)(ids).numpy()
+    np.testing.assert_allclose(combined, np.concatenate([u, v, np.abs(u - v), u * v], axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model(np.pad(ids, [[0, 0], [0, 0], [0, 5]])), model(ids), atol=1e-6)  # masked
+    assert isinstance(model.get_layer("pair_features"), PairFeatures)

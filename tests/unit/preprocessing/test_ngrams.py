@@ -92,3 +92,24 @@ def test_naive_bayes_ratios_with_character_ngrams_leave_both_unknown_buckets_at_
     p, q = 1 + binary[LABELS == 1][:, known].sum(axis=0), 1 + binary[LABELS == 0][:, known].sum(axis=0)
     np.testing.assert_allclose(ratios[known, 0], np.log((p / p.sum()) / (q / q.sum())), rtol=1e-5)
     assert ratios[0, 0] == ratios[features.word_size, 0] == 0
+
+
+def test_pair_features_are_two_blocks_and_the_set_overlap_of_their_ngrams():
+    from kpipe.preprocessing.ngrams import PairNgramFeatures
+
+    texts = np.array(["the cat sat", "a dog ran", "the dog sat on the mat", "cats and dogs"])
+    features, _ = fit_ngram_features(texts, np.zeros(4, int), TextPreprocessingConfig(), num_classes=1, ngrams=1,
+                                     max_features=100, weighting="tfidf")
+    pairs = [["the cat sat", "the dog sat on"], ["a dog ran", ""], ["zzz", "qqq"], ["dog dog", "a dog"]]
+    out = tf.sparse.to_dense(PairNgramFeatures(features)(tf.constant(pairs))).numpy()
+    size = features.size
+    assert out.shape == (4, 2 * size + 3)
+    np.testing.assert_allclose(out[:, :size], tf.sparse.to_dense(features(tf.constant([a for a, _ in pairs]))))
+    np.testing.assert_allclose(out[:, size:2 * size], tf.sparse.to_dense(features(tf.constant([b for _, b in pairs]))))
+    known = set(features.vocabulary()[1:])
+    for row, (a, b) in zip(out, pairs):  # the reference: Python sets of the known words
+        first, second = set(a.split()) & known, set(b.split()) & known
+        shared = len(first & second)
+        expected = [shared / len(first) if first else 0, shared / len(second) if second else 0,
+                    shared / len(first | second) if first | second else 0]
+        np.testing.assert_allclose(row[-3:], expected, rtol=1e-6)
