@@ -17,7 +17,7 @@ import logging
 import re
 import unicodedata
 
-from kpipe.config.strict import check_range, check_split_fractions, did_you_mean
+from kpipe.config.strict import check_choice, check_range, check_split_fractions, did_you_mean
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
@@ -25,6 +25,8 @@ from kpipe.datasets.splits import split_by_first_item
 from kpipe.errors import DataError
 
 log = logging.getLogger(__name__)
+
+PAIR_FORMATS = ("table", "anki")  # how a pair file is laid out (see PairsDataConfig.format)
 
 
 
@@ -37,6 +39,9 @@ class PairsDataConfig(DataSourceConfig):
         name: embedded dataset ("cmudict").
         path: CSV/TSV/Parquet file (file source).
         source_column, target_column: the columns of a table.
+        format: "table" (a CSV/TSV/Parquet file with a header, read by `source_column`/`target_column`) or
+            "anki" (the Tatoeba/Anki sentence files: no header, `source<TAB>target<TAB>attribution` per line, the
+            attribution optional).
         keep_stress: cmudict only: keep the stress digits on vowels (AH0) instead of removing them.
         limit: at most this many distinct sources (0 = all), drawn with the seed.
         validation_fraction, test_fraction: shares of the distinct sources held out.
@@ -47,6 +52,7 @@ class PairsDataConfig(DataSourceConfig):
     name: str = "cmudict"
     source_column: str = "source"
     target_column: str = "target"
+    format: str = "table"
     keep_stress: bool = False
     limit: int = 0
     validation_fraction: float = 0.05
@@ -57,6 +63,7 @@ class PairsDataConfig(DataSourceConfig):
         super().__post_init__()
         check_range("limit", self.limit, low=0)
         check_split_fractions(self.validation_fraction, self.test_fraction)
+        check_choice("format", self.format, PAIR_FORMATS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +102,33 @@ def read_cmudict(keep_stress: bool = False) -> list[tuple[str, str]]:
     return pairs
 
 
+def read_anki(path: str, encoding: str = "utf-8") -> list[tuple[str, str]]:
+    """(source, target) pairs of an Anki/Tatoeba sentence file: `source<TAB>target[<TAB>attribution]` per line
+    (compressed or not); blank lines are skipped.
+
+    Raises:
+        DataError: an empty file, a line without a tab (one column), or a line with more tabs than three columns
+            have, naming its line number.
+    """
+    pairs = []
+    for number, line in enumerate(files.read_text(path, encoding=encoding).splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < 2 or len(fields) > 3:
+            problem = "has one column" if len(fields) < 2 else f"has {len(fields) - 1} tabs"
+            raise DataError(f"{path} line {number} {problem}; an Anki sentence file has source<TAB>target"
+                            "[<TAB>attribution] on each line (or set data.format='table' for a CSV/TSV with a header)")
+        pairs.append((fields[0].strip(), fields[1].strip()))
+    if not pairs:
+        raise DataError(f"{path} has no sentence pairs (an Anki file has source<TAB>target on each line)")
+    return [(s, t) for s, t in pairs if s and t]
+
+
 def _read_file(config: PairsDataConfig) -> list[tuple[str, str]]:
+    config.check_file_exists()
+    if config.format == "anki":
+        return read_anki(config.path, config.encoding)
     frame = files.read_table(config.path, encoding=config.encoding)
     for column in (config.source_column, config.target_column):
         if column not in frame.columns:

@@ -1,4 +1,7 @@
-"""Scores for sequence outputs against one or more references: word/phoneme error rates, BLEU.
+"""Scores for sequence outputs against one or more references: word/phoneme error rates, BLEU and chrF.
+
+BLEU and chrF are sacreBLEU's (Post 2018): the figures translation papers report, computed on detokenized
+strings with its own tokenization, so they compare across systems and tokenizers.
 
 In grapheme-to-phoneme work a *word error* is a word whose output matches none of its reference
 pronunciations; the *phoneme error rate* is the edit distance to the closest reference divided by
@@ -37,13 +40,41 @@ def error_rates(hypotheses: list[list[str]], references: list[list[list[str]]]) 
     return {"word_error_rate": wrong / len(hypotheses), "token_error_rate": errors / max(1, reference_tokens)}
 
 
-def corpus_bleu(hypotheses: list[str], references: list[list[str]]) -> float:
-    """Corpus BLEU-4 (keras-hub's `Bleu` metric) of output strings against reference strings."""
-    import keras_hub
+def reference_streams(references: list[list[str]]) -> list[list[str | None]]:
+    """sacreBLEU's layout of references: stream k holds every sentence's k-th reference, None where a sentence
+    has fewer (sacreBLEU skips those), so sentences may have one, two or five references each."""
+    width = max((len(options) for options in references), default=0)
+    return [[options[k] if k < len(options) else None for options in references] for k in range(width)]
 
-    bleu = keras_hub.metrics.Bleu(max_order=4)
-    bleu.update_state(references, hypotheses)
-    return float(bleu.result())
+
+def corpus_bleu(hypotheses: list[str], references: list[list[str]]) -> float:
+    """Corpus BLEU (sacreBLEU's defaults: BLEU-4, its 13a tokenization, exponential smoothing), 0-100, of output
+    strings against each sentence's list of references (any number each)."""
+    from sacrebleu.metrics import BLEU
+
+    _check(hypotheses, references)
+    return float(BLEU().corpus_score(list(hypotheses), reference_streams(references)).score)
+
+
+def corpus_chrf(hypotheses: list[str], references: list[list[str]]) -> float:
+    """Corpus chrF (sacreBLEU's defaults: character 6-grams, beta 2), 0-100, against any number of references."""
+    from sacrebleu.metrics import CHRF
+
+    _check(hypotheses, references)
+    return float(CHRF().corpus_score(list(hypotheses), reference_streams(references)).score)
+
+
+def sentence_bleu(hypothesis: str, references: list[str]) -> float:
+    """One sentence's BLEU (sacreBLEU's sentence-level smoothing), 0-100: to find the worst-translated ones."""
+    from sacrebleu.metrics import BLEU
+
+    return float(BLEU(effective_order=True).sentence_score(hypothesis, list(references)).score)
+
+
+def _check(hypotheses: list[str], references: list[list[str]]) -> None:
+    if not hypotheses or len(hypotheses) != len(references) or not all(references):
+        raise ValueError(f"need at least one reference per hypothesis; got {len(hypotheses)} hypotheses and "
+                         f"{len(references)} reference lists")
 
 
 def alignment(hypothesis: list[str], reference: list[str]) -> list[tuple[str | None, str | None]]:

@@ -38,7 +38,7 @@ from kpipe.preprocessing.token_pairs import (
 )
 from kpipe.training.run import Run
 from kpipe.training.loop import kept_epoch
-from kpipe.evaluation.sequence_metrics import corpus_bleu, error_analysis, error_rates
+from kpipe.evaluation.sequence_metrics import corpus_bleu, corpus_chrf, error_analysis, error_rates
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +241,8 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
                      list(zip(sources, outputs))[:20]],
     }
     if pre.source_tokens == "word" and pre.target_tokens == "word":
-        metrics["bleu"] = corpus_bleu(outputs, [references[s] for s in sources])
+        metrics["bleu"] = corpus_bleu(outputs, [references[s] for s in sources])  # sacreBLEU, 0-100
+        metrics["chrf"] = corpus_chrf(outputs, [references[s] for s in sources])
     log.info("Test: word error rate %.2f%%, %s error rate %.2f%% on %d sources (%s decoding, %.1f s)",
              100 * scores["word_error_rate"], "phoneme" if config.data.source == "embedded" else "token",
              100 * scores["token_error_rate"], len(sources), metrics["decoding"], decode_seconds)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 PAIRS = ["--data", "pairs.csv", "--set", 'data.text_column="evidence"', "--set", 'data.text_pair_column="claim"',
          "--set", 'data.group_column="evidence"', "--set", 'data.group_separator=":"']
 BIGRAMS = ["run", "sentiment-bigrams", *PAIRS, "--set", 'model.weighting="tfidf"', "--set", "model.ngrams=1",
-           "--set", "model.l2=0.001", "--set", "training.epochs=30", "--set", "training.learning_rate=0.05"]
+           "--set", "model.l2=0.001", "--set", "training.epochs=10", "--set", "training.learning_rate=0.2"]
 SUPPORTED = ("page1: w1 w2 w3 w4 w5 w6", "w3 w1 w2")
 UNSUPPORTED = ("page1: w1 w2 w3 w4 w5 w6", "w30 w31 w3")
 

@@ -40,3 +40,33 @@ def test_missing_column_names_the_columns_and_the_fix(tmp_path):
 def test_unknown_embedded_name_suggests_cmudict():
     with pytest.raises(DataError, match="did you mean 'cmudict'"):
         load_pairs(PairsDataConfig(name="cmudic"))
+
+
+def test_anki_files_give_pairs_split_by_source_with_every_translation_as_a_reference(tmp_path):
+    import gzip
+
+    lines = ["Go.\tVe.\tCC-BY 2.0 (France) Attribution: tatoeba.org #2877272 (CM) & #4986655 (cueyayotl)",
+             "Go.\tVete.", "", "Who?\t¿Quién?\tattribution", "Wow!\t¡Órale!\tattribution"]
+    lines += [f"I have {n} cats.\tTengo {n} gatos.\tattribution" for n in range(60)]
+    path = tmp_path / "spa-eng.tsv.gz"
+    path.write_bytes(gzip.compress("\n".join(lines).encode("utf-8")))
+    splits = load_pairs(PairsDataConfig(source="file", path=str(path), format="anki", validation_fraction=0.1,
+                                        test_fraction=0.3))
+    everything = splits.train + splits.validation + splits.test
+    assert ("Who?", "¿Quién?") in everything and ("Wow!", "¡Órale!") in everything and len(everything) == 64
+    go = [name for name in ("train", "validation", "test") if ("Go.", "Ve.") in getattr(splits, name)]
+    assert ("Go.", "Vete.") in getattr(splits, go[0])  # one source, one split
+    if go[0] == "test":
+        assert splits.references()["Go."] == ["Ve.", "Vete."]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Go.\tVe.\tattribution\textra\n", "line 1 has 3 tabs"),
+    ("Go.\tVe.\nJust one column\n", "line 2 has one column"),
+    ("\n\n", "has no sentence pairs"),
+])
+def test_broken_anki_files_are_one_line_naming_the_line(tmp_path, text, message):
+    path = tmp_path / "pairs.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError, match=message):
+        load_pairs(PairsDataConfig(source="file", path=str(path), format="anki"))

@@ -1,8 +1,9 @@
-"""Error rates and BLEU against values worked out by hand."""
+"""Error rates, BLEU and chrF against values worked out by hand."""
 
+import numpy as np
 import pytest
 
-from kpipe.evaluation.sequence_metrics import corpus_bleu, edit_distance, error_rates
+from kpipe.evaluation.sequence_metrics import corpus_bleu, corpus_chrf, edit_distance, error_rates
 
 
 def test_edit_distance_known_values():
@@ -21,11 +22,29 @@ def test_word_and_phoneme_error_rates_use_the_closest_reference():
     assert rates["token_error_rate"] == pytest.approx((0 + 1 + 1) / (6 + 4 + 3))
 
 
-def test_bleu_is_one_for_exact_outputs_and_lower_otherwise():
+def test_bleu_is_the_geometric_mean_of_clipped_ngram_precisions_on_a_worked_example():
     references = [["the cat sat on the mat today"], ["a dog ran in the park at noon"]]
     assert corpus_bleu(["the cat sat on the mat today", "a dog ran in the park at noon"], references) == \
-        pytest.approx(1.0)
-    assert corpus_bleu(["the cat sat on a mat today", "a dog ran in the park at noon"], references) < 0.9
+        pytest.approx(100.0)
+    # "the cat sat on a mat today": 6 of 7 unigrams, 4 of 6 bigrams, 2 of 5 trigrams, 1 of 4 4-grams; same length
+    expected = 100 * np.exp(np.mean(np.log([6 / 7, 4 / 6, 2 / 5, 1 / 4])))
+    assert corpus_bleu(["the cat sat on a mat today"], references[:1]) == pytest.approx(expected, abs=0.01)
+
+
+def test_sentences_may_have_one_two_or_five_references():
+    hypotheses = ["the cat sat on a mat today", "¿Dónde está la estación?", "Tom is here."]
+    references = [["the cat sat on the mat today"],
+                  ["¿Dónde queda la estación?", "¿Dónde está la estación de tren?"],
+                  ["Tom está aquí.", "Aquí está Tom.", "Tom anda por aquí.", "Tom is here.", "Tom llegó."]]
+    bleu, chrf = corpus_bleu(hypotheses, references), corpus_chrf(hypotheses, references)
+    assert 0 < bleu < 100 and 0 < chrf < 100
+    # a sentence's exact reference makes its other references irrelevant: the same as giving it alone
+    alone = [*references[:2], ["Tom is here."]]
+    assert bleu == pytest.approx(corpus_bleu(hypotheses, alone))
+    assert chrf == pytest.approx(corpus_chrf(hypotheses, alone))
+    assert corpus_bleu(hypotheses, [references[0], references[1][:1], references[2][:1]]) < bleu  # fewer: lower
+    with pytest.raises(ValueError, match="at least one reference per hypothesis"):
+        corpus_bleu(hypotheses, [references[0], [], references[2]])
 
 
 def test_alignment_pairs_matches_substitutions_deletions_and_insertions():
