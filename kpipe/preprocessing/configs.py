@@ -12,7 +12,7 @@ from kpipe.config.strict import check_choice, check_range
 STANDARDIZE = ("lower_and_strip_punctuation", "lower_and_split_punctuation", "lower", "none")  # see standardize.py
 SPLITS = ("whitespace", "character")  # TextVectorization's own names
 TOKENIZERS = ("words", "wordpiece")
-TOKEN_KINDS = ("char", "word")
+TOKEN_KINDS = ("char", "word", "subword")
 TRUNCATING = ("pre", "post", "head_tail")
 
 
@@ -50,6 +50,10 @@ class TextPreprocessingConfig:
         check_choice("standardize", self.standardize, STANDARDIZE)
         check_choice("split", self.split, SPLITS)
         check_range("length_buckets", self.length_buckets, low=0)
+        check_range("subword_vocabulary_size", self.subword_vocabulary_size, low=16)
+        if self.shared_vocabulary and not (self.source_tokens == self.target_tokens == "subword"):
+            raise ValueError("`shared_vocabulary` needs source_tokens = target_tokens = 'subword'. Received: "
+                             f"source_tokens={self.source_tokens!r}, target_tokens={self.target_tokens!r}")
         check_choice("tokenizer", self.tokenizer, TOKENIZERS)
 
 
@@ -92,7 +96,13 @@ class PairPreprocessingConfig:
     """How sources and targets become tokens.
 
     Args:
-        source_tokens, target_tokens: "char" (each character) or "word" (split on whitespace).
+        source_tokens, target_tokens: "char" (each character), "word" (split on whitespace) or "subword"
+            (a WordPiece vocabulary fitted on the training split and kept in the export: any word, case and
+            punctuation kept, `¿` and `¡` included; outputs detokenized with text's spacing).
+        subword_vocabulary_size: sub-words per vocabulary (special tokens included); fewer when the training
+            text has fewer.
+        shared_vocabulary: one sub-word vocabulary fitted on both sides, instead of one per language (both sides
+            must be "subword").
         lowercase: lower-case sources (targets are kept as they are).
         max_source_length: sources are cut to this many tokens (documented truncation, never an error).
         max_target_length: training targets are cut to this many tokens; decoding stops after it.
@@ -108,6 +118,8 @@ class PairPreprocessingConfig:
     max_source_length: int = 32
     max_target_length: int = 32
     length_buckets: int = 0
+    subword_vocabulary_size: int = 8000
+    shared_vocabulary: bool = False
 
     def __post_init__(self):
         check_choice("source_tokens", self.source_tokens, TOKEN_KINDS)

@@ -1,8 +1,9 @@
 """Tokens and ids for sequence-to-sequence pairs, in TensorFlow ops only.
 
 The same functions cut the training pairs into ids and run inside the exported SavedModel, so
-serving sees exactly the preprocessing training saw. Tokens are characters or whitespace-separated
-words; ids follow `kpipe.models.seq2seq` (0 padding, 1 unknown, 2 start, 3 end, then the tokens).
+serving sees exactly the preprocessing training saw. Tokens are characters, whitespace-separated
+words (`TokenTable`) or WordPiece sub-words (`SubwordTable`); ids follow `kpipe.models.seq2seq`
+(0 padding, 1 unknown, 2 start, 3 end, then the tokens).
 Sources longer than `max_source_length` tokens are cut to their first `max_source_length` tokens;
 outputs stop after `max_target_length` tokens.
 """
@@ -58,6 +59,14 @@ class TokenTable(tf.Module):
     def ids(self, tokens: tf.RaggedTensor) -> tf.RaggedTensor:
         return tf.cast(tf.ragged.map_flat_values(self.to_id.lookup, tokens), tf.int32)
 
+    def encode(self, strings: tf.Tensor, kind: str, lowercase: bool = False) -> tf.RaggedTensor:
+        """Strings (batch,) -> ragged ids (batch, None), split into `kind` tokens."""
+        return self.ids(split_tokens(strings, kind, lowercase))
+
+    def pieces(self, text: str, kind: str, lowercase: bool = False) -> list[str]:
+        """One string's tokens, as the model sees them (for attention plots)."""
+        return [t.decode("utf-8") for t in split_tokens(tf.constant([text]), kind, lowercase)[0].numpy()]
+
     def join(self, ids: tf.Tensor) -> tf.Tensor:
         """Decoded ids (batch, steps) → strings, stopping at the first end token (or padding)."""
         ids = tf.cast(ids, tf.int32)
@@ -66,16 +75,92 @@ class TokenTable(tf.Module):
         return tf.strings.reduce_join(tf.gather(self.names, ragged), axis=1, separator=self.joiner)
 
 
-def source_ids(strings: tf.Tensor, table: TokenTable, config: PairPreprocessingConfig) -> tf.RaggedTensor:
+SUBWORD_RESERVED = ["[PAD]", "[UNK]", "[START]", "[END]"]  # WordPiece's names for kpipe's ids 0-3
+
+# WordPiece splits every punctuation mark off as a token of its own and detokenizes with a space between
+# tokens; these rules put the spaces back where text has them (sacreBLEU re-tokenizes, so they change what a
+# reader sees, not the scores).
+DETOKENIZE_RULES = (
+    (r"\s+([.,!?;:%)\]}»…])", r"\1"),     # no space before closing punctuation
+    (r"([¿¡(\[{«])\s+", r"\1"),           # nor after opening punctuation
+    (r"\s*'\s*", "'"),                      # I ' m -> I'm
+    (r"(\d)\s*([.,:])\s*(\d)", r"\1\2\3"),  # 3 . 5 -> 3.5
+    (r"(\w)\s+-\s+(\w)", r"\1-\2"),        # well - known -> well-known
+)
+
+
+class SubwordTable(tf.Module):
+    """WordPiece sub-words <-> ids for one side (or both, shared), from a vocabulary `fit_subwords` computed
+    on the training split: ids are kpipe's (0 padding, 1 unknown, 2 start, 3 end, then the pieces). Case,
+    accents and punctuation are kept. TensorFlow Text's fast WordPiece ops hold no resource, so the export
+    tokenizes and detokenizes raw strings however TensorFlow's state changes (SentencePiece's op keeps its model
+    in a kernel that `tf.random.set_seed` discards)."""
+
+    def __init__(self, vocabulary: list[str], lowercase: bool = False):
+        super().__init__()
+        import keras_hub
+
+        if vocabulary[:len(SUBWORD_RESERVED)] != SUBWORD_RESERVED:
+            raise ValueError(f"a sub-word vocabulary starts with {SUBWORD_RESERVED}")
+        self.lowercase = lowercase
+        self.tokens = list(vocabulary[len(SUBWORD_RESERVED):])
+        self.tokenizer = keras_hub.tokenizers.WordPieceTokenizer(
+            vocabulary=list(vocabulary), lowercase=lowercase, strip_accents=False, oov_token="[UNK]",
+            dtype="int32", name="subword_tokenizer")
+
+    @property
+    def size(self) -> int:
+        return SPECIAL_TOKENS + len(self.tokens)
+
+    def encode(self, strings: tf.Tensor, kind: str = "subword", lowercase: bool = False) -> tf.RaggedTensor:
+        strings = tf.convert_to_tensor(strings, tf.string)
+        if lowercase and not self.lowercase:
+            strings = tf.strings.lower(strings, encoding="utf-8")
+        ids = self.tokenizer(strings)
+        if isinstance(ids, list):  # keras-hub returns Python lists when run eagerly
+            ids = tf.ragged.constant(ids, dtype=tf.int32, ragged_rank=1, inner_shape=())
+        return tf.cast(ids, tf.int32)
+
+    def pieces(self, text: str, kind: str = "subword", lowercase: bool = False) -> list[str]:
+        ids = self.encode(tf.constant([text]), lowercase=lowercase)[0].numpy()
+        return [self.tokenizer.id_to_token(int(i)) for i in ids]
+
+    def join(self, ids: tf.Tensor) -> tf.Tensor:
+        """Decoded ids (batch, steps) → detokenized strings, stopping at the first end token (or padding)."""
+        ids = tf.cast(ids, tf.int32)
+        keep = tf.cumsum(tf.cast((ids == END) | (ids == 0), tf.int32), axis=1) == 0
+        text = self.tokenizer.detokenize(tf.ragged.boolean_mask(ids, keep))
+        return detokenize_spacing(tf.convert_to_tensor(text, tf.string))
+
+
+def detokenize_spacing(text: tf.Tensor) -> tf.Tensor:
+    """Tokens joined by spaces -> text spaced as written (`DETOKENIZE_RULES`), in TensorFlow ops."""
+    for pattern, replacement in DETOKENIZE_RULES:
+        text = tf.strings.regex_replace(text, pattern, replacement)
+    return text
+
+
+def fit_subwords(strings: list[str], vocabulary_size: int, lowercase: bool = False) -> list[str]:
+    """A WordPiece vocabulary of the training strings (keras-hub's `compute_word_piece_vocabulary`: case,
+    accents and punctuation kept), `SUBWORD_RESERVED` first; a small text gets the vocabulary it can fill."""
+    import keras_hub
+
+    # A tf.data dataset: given a Python list, keras-hub would read the strings as file names.
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(strings or [""], tf.string)).batch(1024)
+    return keras_hub.tokenizers.compute_word_piece_vocabulary(
+        dataset, vocabulary_size, lowercase=lowercase, strip_accents=False, reserved_tokens=SUBWORD_RESERVED)
+
+
+def source_ids(strings: tf.Tensor, table: TokenTable | SubwordTable,
+               config: PairPreprocessingConfig) -> tf.RaggedTensor:
     """Source strings → ragged ids, cut to `max_source_length`."""
-    tokens = split_tokens(strings, config.source_tokens, config.lowercase)
-    return table.ids(tokens)[:, :config.max_source_length]
+    return table.encode(strings, config.source_tokens, config.lowercase)[:, :config.max_source_length]
 
 
-def target_ids(strings: tf.Tensor, table: TokenTable, config: PairPreprocessingConfig) -> tf.RaggedTensor:
+def target_ids(strings: tf.Tensor, table: TokenTable | SubwordTable,
+               config: PairPreprocessingConfig) -> tf.RaggedTensor:
     """Target strings → ragged ids [t1, ..., tn, END], cut to `max_target_length` tokens first."""
-    tokens = split_tokens(strings, config.target_tokens)[:, :config.max_target_length]
-    ids = table.ids(tokens)
+    ids = table.encode(strings, config.target_tokens)[:, :config.max_target_length]
     end = tf.fill([ids.nrows(), 1], END)
     return tf.concat([ids, tf.RaggedTensor.from_tensor(end)], axis=1)
 
@@ -114,6 +199,22 @@ def make_pair_dataset(pairs: list[tuple[str, str]], source_table: TokenTable, ta
     return prefetched(dataset)
 
 
-def lengths(strings: list[str], kind: str, lowercase: bool = False) -> np.ndarray:
+def lengths(strings: list[str], table: TokenTable | SubwordTable, kind: str, lowercase: bool = False) -> np.ndarray:
     """Token counts of strings (for reports: how many sources were truncated)."""
-    return split_tokens(tf.constant(strings or [""]), kind, lowercase).row_lengths().numpy()
+    return table.encode(tf.constant(strings or [""]), kind, lowercase).row_lengths().numpy()
+
+
+def fit_tables(sources: list[str], targets: list[str],
+               config: PairPreprocessingConfig) -> tuple[TokenTable | SubwordTable, TokenTable | SubwordTable]:
+    """The source and target tables of the training pairs, as `config` says (one shared sub-word model, or
+    one table per side)."""
+    if config.shared_vocabulary:
+        table = SubwordTable(fit_subwords(sources + targets, config.subword_vocabulary_size))
+        return table, table
+
+    def fit(strings: list[str], kind: str, lowercase: bool) -> TokenTable | SubwordTable:
+        if kind == "subword":
+            return SubwordTable(fit_subwords(strings, config.subword_vocabulary_size, lowercase), lowercase)
+        return TokenTable(fit_tokens(strings, kind, lowercase), joiner="" if kind == "char" else " ")
+
+    return fit(sources, config.source_tokens, config.lowercase), fit(targets, config.target_tokens, False)

@@ -30,7 +30,7 @@ from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.preprocessing.token_pairs import (
     PairPreprocessingConfig,
     TokenTable,
-    fit_tokens,
+    fit_tables,
     lengths,
     make_pair_dataset,
     pad_batch,
@@ -190,11 +190,9 @@ class TrainedMember:
 def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     pre: PairPreprocessingConfig = config.preprocessing
     splits: PairSplits = load_pairs(config.data)
-    source_table = TokenTable(fit_tokens([s for s, _ in splits.train], pre.source_tokens, pre.lowercase),
-                              joiner="" if pre.source_tokens == "char" else " ")
-    target_table = TokenTable(fit_tokens([t for _, t in splits.train], pre.target_tokens),
-                              joiner="" if pre.target_tokens == "char" else " ")
-    too_long = int((lengths([s for s, _ in splits.train], pre.source_tokens) > pre.max_source_length).sum())
+    source_table, target_table = fit_tables([s for s, _ in splits.train], [t for _, t in splits.train], pre)
+    too_long = int((lengths([s for s, _ in splits.train], source_table, pre.source_tokens, pre.lowercase)
+                    > pre.max_source_length).sum())
     log.info("Tokens: %d source, %d target; %d training sources longer than %d tokens are cut",
              len(source_table.tokens), len(target_table.tokens), too_long, pre.max_source_length)
     model_config: Seq2SeqConfig = dataclasses.replace(
@@ -240,7 +238,7 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
         "examples": [{"source": s, "output": o, "references": references[s]} for s, o in
                      list(zip(sources, outputs))[:20]],
     }
-    if pre.source_tokens == "word" and pre.target_tokens == "word":
+    if pre.target_tokens != "char":  # sentences (words or sub-words), scored as translations are
         metrics["bleu"] = corpus_bleu(outputs, [references[s] for s in sources])  # sacreBLEU, 0-100
         metrics["chrf"] = corpus_chrf(outputs, [references[s] for s in sources])
     log.info("Test: word error rate %.2f%%, %s error rate %.2f%% on %d sources (%s decoding, %.1f s)",
@@ -254,8 +252,8 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
         run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)
         for number, member in enumerate(members[1:], start=2):  # model.keras is the first (best) member
             member.parts.model.save(path / member_file(number))
-        reporting.plot_attention([(_tokens(sources[i].lower() if pre.lowercase else sources[i], pre.source_tokens),
-                                   _tokens(outputs[i], pre.target_tokens), attention[i]) for i in shown],
+        reporting.plot_attention([(source_table.pieces(sources[i], pre.source_tokens, pre.lowercase),
+                                   target_table.pieces(outputs[i], pre.target_tokens), attention[i]) for i in shown],
                                  path / "attention.png")
         reporting.write_json({"source_tokens": pre.source_tokens, "target_tokens": pre.target_tokens,
                               "lowercase": pre.lowercase, "max_source_length": pre.max_source_length,
