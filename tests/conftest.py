@@ -98,6 +98,7 @@ SLOWEST_FIRST = [
     "tests/e2e/test_runs.py",  # 68
     "tests/e2e/test_kill_windows.py",  # ~35 (2026-12-01, new)
     "tests/e2e/test_text_pairs.py",  # ~95 (2026-12-02, new)
+    "tests/e2e/test_translate_sentences.py",  # ~40 (2026-12-02, new)
     "tests/e2e/test_multi_label.py",  # ~45 (2026-12-01, new)
     "tests/e2e/test_translate_end_to_end.py",  # 65
     "tests/e2e/test_transformer_end_to_end.py",  # 61

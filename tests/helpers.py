@@ -253,6 +253,33 @@ def evidence_pairs(n: int = 1500, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["evidence", "claim", "label"])
 
 
+ENGLISH_SPANISH = {  # a small grammar whose translations keep case, accents, ¿ and ¡
+    "numbers": [("one", "un"), ("two", "dos"), ("three", "tres"), ("four", "cuatro"), ("five", "cinco")],
+    "things": [("cats", "gatos"), ("dogs", "perros"), ("books", "libros"), ("apples", "manzanas")],
+    "places": [("house", "casa"), ("station", "estación"), ("school", "escuela"), ("café", "cafetería")],
+    "names": ["Tom", "Mary", "Ana"],
+}
+
+
+def write_english_spanish(path, repeats: int = 1) -> None:
+    """Anki-format English/Spanish pairs from a small grammar: "Tom has two cats." -> "Tom tiene dos gatos.",
+    "Where is the station?" -> "¿Dónde está la estación?", "Hello, Mary!" -> "¡Hola, Mary!"; a sentence with
+    two accepted translations appears twice (multi-reference)."""
+    g = ENGLISH_SPANISH
+    lines = []
+    for name in g["names"]:
+        for en, es in g["numbers"]:
+            for thing, cosa in g["things"]:
+                lines.append(f"{name} has {en} {thing}.\t{name} tiene {es} {cosa}.\tCC-BY 2.0")
+        for place, lugar in g["places"]:
+            lines.append(f"{name} is at the {place}.\t{name} está en la {lugar}.\tCC-BY 2.0")
+        lines.append(f"Hello, {name}!\t¡Hola, {name}!\tCC-BY 2.0")
+        lines.append(f"Hello, {name}!\t¡Buenas, {name}!\tCC-BY 2.0")
+    for place, lugar in g["places"]:
+        lines.append(f"Where is the {place}?\t¿Dónde está la {lugar}?\tCC-BY 2.0")
+    Path(path).write_text("\n".join(lines * repeats) + "\n", encoding="utf-8")
+
+
 # === An environment without tensorflow-text (as on Windows) ===
 
 def without_tensorflow_text(tmp_path):

@@ -51,17 +51,21 @@ class EvaluationConfig:
             or "global" (`threshold` for every label).
         threshold: the global decision threshold, and the fallback of a label without a positive example
             in validation.
+        bleu_sample: translations of sentences: validation sources decoded after every epoch for `val_bleu`
+            (the first ones of the split, the same every epoch; 0 = no BLEU during training).
     """
 
     baseline: bool = True
     baseline_analyzer: str = "word"
     thresholds: str = "per_label"
     threshold: float = 0.5
+    bleu_sample: int = 1000
 
     def __post_init__(self):
         check_choice("baseline_analyzer", self.baseline_analyzer, ("word", "char"))
         check_choice("thresholds", self.thresholds, ("per_label", "global"))
         check_range("threshold", self.threshold, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        check_range("bleu_sample", self.bleu_sample, low=0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +151,11 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
     if config.training.early_stopping_monitor == "val_micro_f1" and not getattr(config.data, "multi_label", False):
         raise ConfigError("training.early_stopping_monitor='val_micro_f1' is logged with several labels per text "
                           "only (data.label_separator or data.label_columns); use 'val_accuracy' or 'val_loss'")
+    if config.training.early_stopping_monitor == "val_bleu" and (
+            getattr(config.preprocessing, "target_tokens", "char") == "char" or not config.evaluation.bleu_sample):
+        raise ConfigError("training.early_stopping_monitor='val_bleu' is logged for sentence targets only "
+                          "(preprocessing.target_tokens = 'word' or 'subword', evaluation.bleu_sample > 0); use "
+                          "'val_word_error_rate' or 'val_loss'")
     if config.training.refit_with_validation and task != "forecast":
         raise ConfigError(f"training.refit_with_validation is for forecast pipelines, not {task}; remove it")
     if spec.check:

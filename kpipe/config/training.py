@@ -13,7 +13,8 @@ OPTIMIZER_CLASSES = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "sg
 LEARNING_RATE_SCHEDULES = ("constant", "cosine", "linear_warmup")
 # Early-stopping monitor -> the tasks whose epochs log it (a metric computed on the validation split).
 EARLY_STOPPING_MONITORS = {"val_loss": None, "val_accuracy": ("classify",), "val_word_error_rate": ("translate",),
-                           "val_micro_f1": ("classify",)}  # micro F1: several labels per text only
+                           "val_micro_f1": ("classify",),  # micro F1: several labels per text only
+                           "val_bleu": ("translate",)}  # sentence targets (words or sub-words) only
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

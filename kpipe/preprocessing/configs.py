@@ -50,10 +50,6 @@ class TextPreprocessingConfig:
         check_choice("standardize", self.standardize, STANDARDIZE)
         check_choice("split", self.split, SPLITS)
         check_range("length_buckets", self.length_buckets, low=0)
-        check_range("subword_vocabulary_size", self.subword_vocabulary_size, low=16)
-        if self.shared_vocabulary and not (self.source_tokens == self.target_tokens == "subword"):
-            raise ValueError("`shared_vocabulary` needs source_tokens = target_tokens = 'subword'. Received: "
-                             f"source_tokens={self.source_tokens!r}, target_tokens={self.target_tokens!r}")
         check_choice("tokenizer", self.tokenizer, TOKENIZERS)
 
 
@@ -127,6 +123,10 @@ class PairPreprocessingConfig:
         check_range("max_source_length", self.max_source_length, low=1)
         check_range("max_target_length", self.max_target_length, low=1)
         check_range("length_buckets", self.length_buckets, low=0)
+        check_range("subword_vocabulary_size", self.subword_vocabulary_size, low=16)
+        if self.shared_vocabulary and not (self.source_tokens == self.target_tokens == "subword"):
+            raise ValueError("`shared_vocabulary` needs source_tokens = target_tokens = 'subword'. Received: "
+                             f"source_tokens={self.source_tokens!r}, target_tokens={self.target_tokens!r}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

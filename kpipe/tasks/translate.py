@@ -38,7 +38,7 @@ from kpipe.preprocessing.token_pairs import (
 )
 from kpipe.training.run import Run
 from kpipe.training.loop import kept_epoch
-from kpipe.evaluation.sequence_metrics import corpus_bleu, corpus_chrf, error_analysis, error_rates
+from kpipe.evaluation.sequence_metrics import corpus_bleu, corpus_chrf, error_analysis, error_rates, sentence_bleu
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def decode_and_score(translator: Translator, references: dict[str, list[str]], k
 
 class ValidationDecoding(keras.callbacks.Callback):
     """After every epoch, decodes the validation sources (greedy) and adds `val_word_error_rate` and
-    `val_token_error_rate` to the epoch's logs: in the history and report beside the loss, and what
+    `val_token_error_rate` (and for sentences `val_bleu`, sacreBLEU on a fixed sample) to the epoch's logs: in the history and report beside the loss, and what
     early stopping can watch (`training.early_stopping_monitor = "val_word_error_rate"`), keeping the
     epoch that decodes best rather than the one with the lowest loss.
 
@@ -129,17 +129,25 @@ class ValidationDecoding(keras.callbacks.Callback):
     """
 
     def __init__(self, make_translator: Callable[[keras.Model], "Translator"], references: dict[str, list[str]],
-                 kind: str):
+                 kind: str, bleu_sample: int = 0):
         super().__init__()
-        self.make_translator, self.references, self.kind = make_translator, references, kind
+        self.make_translator, self.kind = make_translator, kind
+        # Sentences: BLEU on a fixed sample of the validation sources (the first `bleu_sample`, in split
+        # order), fast enough for every epoch; for characters the whole split's error rates.
+        self.bleu = kind != "char" and bleu_sample > 0
+        self.references = dict(list(references.items())[:bleu_sample]) if self.bleu else references
         self.translator = None
 
     def on_epoch_end(self, epoch, logs=None):
         if self.translator is None:
             self.translator = self.make_translator(self.model)
-        scores = decode_and_score(self.translator, self.references, self.kind)
+        sources = list(self.references)
+        outputs, _ = translate_batches(self.translator, sources)
+        scores = score_outputs(outputs, sources, self.references, self.kind)
         logs["val_word_error_rate"] = scores["word_error_rate"]
         logs["val_token_error_rate"] = scores["token_error_rate"]
+        if self.bleu:
+            logs["val_bleu"] = corpus_bleu(outputs, [self.references[s] for s in sources])
 
 
 def _average_epochs(model: keras.Model, best: int, epoch_weights: EpochWeights, count: int,
@@ -241,6 +249,10 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     if pre.target_tokens != "char":  # sentences (words or sub-words), scored as translations are
         metrics["bleu"] = corpus_bleu(outputs, [references[s] for s in sources])  # sacreBLEU, 0-100
         metrics["chrf"] = corpus_chrf(outputs, [references[s] for s in sources])
+        worst = sorted(range(len(sources)), key=lambda i: sentence_bleu(outputs[i], references[sources[i]]))[:20]
+        metrics["worst_translations"] = [{"source": sources[i], "output": outputs[i], "references": references[sources[i]],
+                                          "sentence_bleu": round(sentence_bleu(outputs[i], references[sources[i]]), 2)}
+                                         for i in worst]
     log.info("Test: word error rate %.2f%%, %s error rate %.2f%% on %d sources (%s decoding, %.1f s)",
              100 * scores["word_error_rate"], "phoneme" if config.data.source == "embedded" else "token",
              100 * scores["token_error_rate"], len(sources), metrics["decoding"], decode_seconds)
@@ -263,8 +275,11 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
 
     version_dir = run.publish(write, data=splits.train)
     examples = ", ".join(f"{s} → {o}" for s, o in list(zip(sources, outputs))[:3])
-    summary = (f"Test word error rate {100 * scores['word_error_rate']:.2f}%, token error rate "
-               f"{100 * scores['token_error_rate']:.2f}% on {len(sources)} sources\nExamples: {examples}\n"
+    scored = (f"Test BLEU {metrics['bleu']:.2f}, chrF {metrics['chrf']:.2f} (sacreBLEU, every translation of a "
+              f"source a reference) on {len(sources)} sources" if "bleu" in metrics else
+              f"Test word error rate {100 * scores['word_error_rate']:.2f}%, token error rate "
+              f"{100 * scores['token_error_rate']:.2f}% on {len(sources)} sources")
+    summary = (f"{scored}\nExamples: {examples}\n"
                f"Exported to {version_dir} (report: metrics.json, attention.png)\n"
                f'Try: kpipe translate {version_dir} "{sources[0]}"')
     return RunResult(version_dir, metrics, summary)
@@ -289,7 +304,8 @@ def _train_member(run: Run, config: PipelineConfig, model_config: Seq2SeqConfig,
         return parts.model
 
     decoding = ([ValidationDecoding(lambda m: translator(built[id(m)]), splits.references("validation"),
-                                    pre.target_tokens)] if splits.validation else [])
+                                    pre.target_tokens, bleu_sample=config.evaluation.bleu_sample)]
+                if splits.validation else [])
     work_dir = run.work_dir / subdir if subdir else run.work_dir
     epoch_weights = EpochWeights(work_dir / "epoch_weights", write=run.chief)
     averaging = model_config.average_epochs > 1 and bool(splits.validation)

@@ -86,7 +86,7 @@ class TuneResult:
 
 def tuning_metric(config) -> str:
     """The validation figure trials are scored on: accuracy (classify; micro F1 with several labels per text),
-    WER when the translate pipeline measures it every epoch (else the loss), MAE (forecast), the loss = NLL per
+    WER or BLEU when the translate pipeline measures it every epoch (else the loss), MAE (forecast), the loss = NLL per
     character (generate)."""
     if config.task == "word2vec":
         raise ConfigError("word2vec has no validation split to score trials on; tune another pipeline")
@@ -94,7 +94,7 @@ def tuning_metric(config) -> str:
     if config.task == "classify" and getattr(config.data, "multi_label", False):
         return "val_micro_f1"  # several labels per text
     return {"classify": "val_accuracy", "forecast": "val_mae", "generate": "val_loss",
-            "translate": monitor if monitor == "val_word_error_rate" else "val_loss"}[config.task]
+            "translate": monitor if monitor in ("val_word_error_rate", "val_bleu") else "val_loss"}[config.task]
 
 
 def prepare(pipeline: str, overrides: Iterable[str], options: TuneOptions):

@@ -68,3 +68,19 @@ def test_length_buckets_batch_similar_lengths_and_keep_every_pair_once():
     for inputs, outputs in bucketed:  # teacher forcing is unchanged by bucketing
         shifted = outputs.numpy()[:, :-1]
         np.testing.assert_array_equal(inputs["target_in"].numpy()[:, 1:], np.where(shifted == END, 0, shifted))
+
+
+def test_subwords_round_trip_case_accents_and_spanish_punctuation_and_survive_reseeding():
+    from kpipe.preprocessing.token_pairs import SubwordTable, detokenize_spacing, fit_subwords
+
+    targets = ["¿Dónde está la estación?", "¡Hola, Tom!", "Tom tiene 3.5 gatos.", "Es un libro bien-conocido.",
+               "Ana dijo: «sí».", "I'm here (again)."]
+    table = SubwordTable(fit_subwords(targets * 20, 200))
+    assert table.tokens and all(t not in ("[PAD]", "[END]") for t in table.tokens)
+    translate = tf.function(lambda strings: table.join(table.encode(strings).to_tensor()))
+    tf.random.set_seed(7)  # discards kernel-held resources (SentencePiece's model): the table must not care
+    assert [s.decode() for s in translate(tf.constant(targets)).numpy()] == targets
+    ids = table.encode(tf.constant(["¿Dónde?"]))[0].numpy()
+    assert ids.min() >= 4  # kpipe's ids 0-3 are padding, unknown, start and end
+    spaced = detokenize_spacing(tf.constant(["¿ Dónde está ? ¡ Hola , Tom ! I ' m 3 . 5"])).numpy()[0].decode()
+    assert spaced == "¿Dónde está? ¡Hola, Tom! I'm 3.5"
