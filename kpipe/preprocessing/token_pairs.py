@@ -11,6 +11,10 @@ outputs stop after `max_target_length` tokens.
 from __future__ import annotations
 
 import collections
+import hashlib
+import json
+import os
+from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
@@ -140,9 +144,30 @@ def detokenize_spacing(text: tf.Tensor) -> tf.Tensor:
     return text
 
 
-def fit_subwords(strings: list[str], vocabulary_size: int, lowercase: bool = False) -> list[str]:
+def fit_subwords(strings: list[str], vocabulary_size: int, lowercase: bool = False,
+                 cache_dir: Path | None = None) -> list[str]:
     """A WordPiece vocabulary of the training strings (keras-hub's `compute_word_piece_vocabulary`: case,
-    accents and punctuation kept), `SUBWORD_RESERVED` first; a small text gets the vocabulary it can fill."""
+    accents and punctuation kept), `SUBWORD_RESERVED` first; a small text gets the vocabulary it can fill.
+    With `cache_dir`, kept there under a hash of the strings and settings: the fit takes minutes on a large
+    corpus, and a resumed run or another model on the same pairs reuses it."""
+    cache = None
+    if cache_dir is not None:
+        digest = hashlib.sha256(repr((vocabulary_size, lowercase, SUBWORD_RESERVED)).encode())
+        for string in strings:
+            digest.update(string.encode("utf-8", "surrogatepass") + b"\0")
+        cache = Path(cache_dir) / f"subwords-{digest.hexdigest()[:16]}.json"
+        if cache.is_file():
+            return json.loads(cache.read_text(encoding="utf-8"))
+    vocabulary = _fit_subwords(strings, vocabulary_size, lowercase)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_name(f"{cache.name}.{os.getpid()}.partial")  # never a half-written cache
+        partial.write_text(json.dumps(vocabulary), encoding="utf-8")
+        os.replace(partial, cache)
+    return vocabulary
+
+
+def _fit_subwords(strings: list[str], vocabulary_size: int, lowercase: bool) -> list[str]:
     import keras_hub
 
     # A tf.data dataset: given a Python list, keras-hub would read the strings as file names.
@@ -204,17 +229,18 @@ def lengths(strings: list[str], table: TokenTable | SubwordTable, kind: str, low
     return table.encode(tf.constant(strings or [""]), kind, lowercase).row_lengths().numpy()
 
 
-def fit_tables(sources: list[str], targets: list[str],
-               config: PairPreprocessingConfig) -> tuple[TokenTable | SubwordTable, TokenTable | SubwordTable]:
-    """The source and target tables of the training pairs, as `config` says (one shared sub-word model, or
-    one table per side)."""
+def fit_tables(sources: list[str], targets: list[str], config: PairPreprocessingConfig,
+               cache_dir: Path | None = None) -> tuple[TokenTable | SubwordTable, TokenTable | SubwordTable]:
+    """The source and target tables of the training pairs, as `config` says (one shared sub-word vocabulary,
+    or one table per side); sub-word vocabularies cached in `cache_dir` when given."""
     if config.shared_vocabulary:
-        table = SubwordTable(fit_subwords(sources + targets, config.subword_vocabulary_size))
+        table = SubwordTable(fit_subwords(sources + targets, config.subword_vocabulary_size, cache_dir=cache_dir))
         return table, table
 
     def fit(strings: list[str], kind: str, lowercase: bool) -> TokenTable | SubwordTable:
         if kind == "subword":
-            return SubwordTable(fit_subwords(strings, config.subword_vocabulary_size, lowercase), lowercase)
+            return SubwordTable(fit_subwords(strings, config.subword_vocabulary_size, lowercase, cache_dir),
+                                lowercase)
         return TokenTable(fit_tokens(strings, kind, lowercase), joiner="" if kind == "char" else " ")
 
     return fit(sources, config.source_tokens, config.lowercase), fit(targets, config.target_tokens, False)

@@ -198,7 +198,8 @@ class TrainedMember:
 def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     pre: PairPreprocessingConfig = config.preprocessing
     splits: PairSplits = load_pairs(config.data)
-    source_table, target_table = fit_tables([s for s, _ in splits.train], [t for _, t in splits.train], pre)
+    source_table, target_table = fit_tables([s for s, _ in splits.train], [t for _, t in splits.train], pre,
+                                            cache_dir=run.export_root / ".cache")
     too_long = int((lengths([s for s, _ in splits.train], source_table, pre.source_tokens, pre.lowercase)
                     > pre.max_source_length).sum())
     log.info("Tokens: %d source, %d target; %d training sources longer than %d tokens are cut",

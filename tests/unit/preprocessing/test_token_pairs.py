@@ -84,3 +84,15 @@ def test_subwords_round_trip_case_accents_and_spanish_punctuation_and_survive_re
     assert ids.min() >= 4  # kpipe's ids 0-3 are padding, unknown, start and end
     spaced = detokenize_spacing(tf.constant(["¿ Dónde está ? ¡ Hola , Tom ! I ' m 3 . 5"])).numpy()[0].decode()
     assert spaced == "¿Dónde está? ¡Hola, Tom! I'm 3.5"
+
+
+def test_a_cached_subword_vocabulary_is_reused_and_keyed_by_its_strings(tmp_path, monkeypatch):
+    from kpipe.preprocessing import token_pairs
+
+    strings = ["¿Dónde está la estación?", "¡Hola, Tom!"] * 10
+    first = token_pairs.fit_subwords(strings, 100, cache_dir=tmp_path)
+    monkeypatch.setattr(token_pairs, "_fit_subwords", lambda *a: pytest.fail("fitted again"))
+    assert token_pairs.fit_subwords(strings, 100, cache_dir=tmp_path) == first
+    monkeypatch.undo()
+    token_pairs.fit_subwords(strings + ["otro"], 100, cache_dir=tmp_path)  # other strings: fitted, kept apart
+    assert len(list(tmp_path.glob("subwords-*.json"))) == 2
