@@ -152,10 +152,10 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
         raise ConfigError("training.early_stopping_monitor='val_micro_f1' is logged with several labels per text "
                           "only (data.label_separator or data.label_columns); use 'val_accuracy' or 'val_loss'")
     if config.training.early_stopping_monitor == "val_bleu" and (
-            getattr(config.preprocessing, "target_tokens", "char") == "char" or not config.evaluation.bleu_sample):
-        raise ConfigError("training.early_stopping_monitor='val_bleu' is logged for sentence targets only "
-                          "(preprocessing.target_tokens = 'word' or 'subword', evaluation.bleu_sample > 0); use "
-                          "'val_word_error_rate' or 'val_loss'")
+            not getattr(config.preprocessing, "sentences", False) or not config.evaluation.bleu_sample):
+        raise ConfigError("training.early_stopping_monitor='val_bleu' is logged for sentences only (both "
+                          "preprocessing.source_tokens and target_tokens 'word' or 'subword', evaluation.bleu_sample "
+                          "> 0); use 'val_word_error_rate' or 'val_loss'")
     if config.training.refit_with_validation and task != "forecast":
         raise ConfigError(f"training.refit_with_validation is for forecast pipelines, not {task}; remove it")
     if spec.check:

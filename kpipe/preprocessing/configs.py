@@ -128,6 +128,12 @@ class PairPreprocessingConfig:
             raise ValueError("`shared_vocabulary` needs source_tokens = target_tokens = 'subword'. Received: "
                              f"source_tokens={self.source_tokens!r}, target_tokens={self.target_tokens!r}")
 
+    @property
+    def sentences(self) -> bool:
+        """Both sides are words or sub-words (translation, scored by BLEU and chrF), not characters (spelling
+        to phonemes, scored by error rates)."""
+        return self.source_tokens != "char" and self.target_tokens != "char"
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SkipGramConfig:

@@ -136,14 +136,14 @@ def encode_texts(vectorizer: keras.layers.TextVectorization, texts: tf.Tensor,
                  config: TextPreprocessingConfig) -> tf.Tensor:
     """Raw strings (batch,) -> right-padded token ids (batch, time); pairs (batch, 2) -> (batch, 2, time), both
     texts padded to the longer. Used by the export too."""
-    if texts.shape.rank == 2:
+    if len(texts.shape) == 2:
         return pad_batch(_truncated_ids(vectorizer, texts, config).to_tensor())
     return pad_batch(_truncated_ids(vectorizer, texts, config))
 
 
 def _truncated_ids(vectorizer, texts: tf.Tensor, config: TextPreprocessingConfig) -> tf.RaggedTensor:
     """Each text's ids cut to `sequence_length`: (batch, None) ragged, or (batch, 2, None) for pairs."""
-    if texts.shape.rank == 2:  # a pair: both texts vectorized as one batch, then regrouped in twos
+    if len(texts.shape) == 2:  # a pair: both texts vectorized as one batch, then regrouped in twos
         ids = truncate(vectorize(vectorizer, tf.reshape(texts, [-1])), config.sequence_length, config.truncating)
         return tf.RaggedTensor.from_uniform_row_length(ids, 2)
     return truncate(vectorize(vectorizer, texts), config.sequence_length, config.truncating)

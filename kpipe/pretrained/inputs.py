@@ -76,7 +76,7 @@ def load_run_preprocessor(preset: str, pre: TextPreprocessingConfig):
 def pack(preprocessor, texts: tf.Tensor) -> dict[str, tf.Tensor]:
     """The preprocessor's outputs for (batch,) strings, or for (batch, 2) pairs given as segments (first,
     second). By keyword: keras-hub's preprocessors read a positional tuple as (x, y), texts and labels."""
-    return preprocessor(x=(texts[:, 0], texts[:, 1]) if texts.shape.rank == 2 else texts)
+    return preprocessor(x=(texts[:, 0], texts[:, 1]) if len(texts.shape) == 2 else texts)
 
 
 def trim_to_longest(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:

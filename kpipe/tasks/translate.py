@@ -129,12 +129,12 @@ class ValidationDecoding(keras.callbacks.Callback):
     """
 
     def __init__(self, make_translator: Callable[[keras.Model], "Translator"], references: dict[str, list[str]],
-                 kind: str, bleu_sample: int = 0):
+                 kind: str, bleu_sample: int = 0, sentences: bool = False):
         super().__init__()
         self.make_translator, self.kind = make_translator, kind
         # Sentences: BLEU on a fixed sample of the validation sources (the first `bleu_sample`, in split
         # order), fast enough for every epoch; for characters the whole split's error rates.
-        self.bleu = kind != "char" and bleu_sample > 0
+        self.bleu = sentences and bleu_sample > 0
         self.references = dict(list(references.items())[:bleu_sample]) if self.bleu else references
         self.translator = None
 
@@ -247,7 +247,7 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
         "examples": [{"source": s, "output": o, "references": references[s]} for s, o in
                      list(zip(sources, outputs))[:20]],
     }
-    if pre.target_tokens != "char":  # sentences (words or sub-words), scored as translations are
+    if pre.sentences:  # words or sub-words on both sides: scored as translations are
         metrics["bleu"] = corpus_bleu(outputs, [references[s] for s in sources])  # sacreBLEU, 0-100
         metrics["chrf"] = corpus_chrf(outputs, [references[s] for s in sources])
         worst = sorted(range(len(sources)), key=lambda i: sentence_bleu(outputs[i], references[sources[i]]))[:20]
@@ -305,7 +305,8 @@ def _train_member(run: Run, config: PipelineConfig, model_config: Seq2SeqConfig,
         return parts.model
 
     decoding = ([ValidationDecoding(lambda m: translator(built[id(m)]), splits.references("validation"),
-                                    pre.target_tokens, bleu_sample=config.evaluation.bleu_sample)]
+                                    pre.target_tokens, bleu_sample=config.evaluation.bleu_sample,
+                                    sentences=pre.sentences)]
                 if splits.validation else [])
     work_dir = run.work_dir / subdir if subdir else run.work_dir
     epoch_weights = EpochWeights(work_dir / "epoch_weights", write=run.chief)

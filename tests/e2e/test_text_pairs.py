@@ -102,7 +102,7 @@ def test_a_siamese_recurrent_model_exports_what_it_computes(folder, monkeypatch)
     from kpipe.config.pipelines import load_pipeline
 
     monkeypatch.chdir(folder)
-    tiny = ["--set", "training.epochs=2", "--set", "model.units=[8]", "--set", "model.embedding_dim=8",
+    tiny = ["--set", "training.epochs=1", "--set", "model.units=[8]", "--set", "model.embedding_dim=8",
             "--set", 'model.pretrained_embeddings=""', "--set", "evaluation.baseline=false"]
     assert main(["run", "sentiment-bilstm", *PAIRS, *tiny]) == 0
     model = kpipe.load_keras_model(export(folder, "sentiment-bilstm"))
@@ -125,7 +125,7 @@ def test_a_pretrained_cross_encoder_packs_the_pair_with_segment_ids(folder, monk
 
     write_hugging_face_checkpoint(folder / "checkpoint")
     monkeypatch.chdir(folder)
-    assert main(["run", "sentiment-minilm", *PAIRS, "--set", "model.preset=checkpoint", "--set", "data.limit=300",
+    assert main(["run", "sentiment-minilm", *PAIRS, "--set", "model.preset=checkpoint", "--set", "data.limit=150",
                  "--set", "training.epochs=1", "--set", "preprocessing.sequence_length=16",
                  "--set", "evaluation.baseline=false"]) == 0
     preprocessor = inputs.with_truncation(presets.load_preprocessor(str(folder / "checkpoint"), 16), "post")

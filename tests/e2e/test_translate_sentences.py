@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe, kpipe_in_process, write_english_spanish
+from tests.helpers import kpipe_in_process, write_english_spanish
 
 pytestmark = pytest.mark.slow
 TINY = ["--set", "preprocessing.subword_vocabulary_size=200", "--set", "model.embedding_dim=32",
@@ -52,11 +52,11 @@ def test_the_export_translates_raw_english_into_spanish_punctuation_and_accents(
     assert outputs[2] == ""
 
 
-def test_kpipe_translate_answers_from_the_command_line(exported):
+def test_kpipe_translate_answers_from_the_command_line(exported, monkeypatch, capsys):
     folder, _ = exported
-    run = kpipe("translate", NAME, "Tom has two cats.", "--json", cwd=folder)
-    assert run.returncode == 0, run.stderr
-    row = json.loads(run.stdout)
+    monkeypatch.chdir(folder)  # in-process: the command's real process is tested in test_translate_end_to_end
+    assert main(["translate", NAME, "Tom has two cats.", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
     assert row["input"] == "Tom has two cats." and row["output"].endswith(".")
 
 
@@ -67,5 +67,5 @@ def test_without_data_one_line_says_where_to_get_it(tmp_path, monkeypatch, capsy
     assert len(err) == 1 and "spa-eng.tsv.gz; no package carries it: get it from https://www.manythings.org" in err[0]
     assert main(["run", NAME, "--data", "es.tsv", "--set", "evaluation.bleu_sample=0"]) == 2  # val_bleu, never logged
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "'val_bleu' is logged for sentence targets only" in err[0]
+    assert len(err) == 1 and "'val_bleu' is logged for sentences only" in err[0]
     assert not (tmp_path / "saved_models").exists()
