@@ -57,25 +57,28 @@ def fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig, *, cache_
     Pairs of texts ((n, 2)) are fitted on both texts.
     """
     texts = np.asarray(texts, dtype=object).reshape(-1)
-    cache = cache_dir / f"vocabulary-{_vocabulary_key(texts, config)}.json" if cache_dir else None
-    if cache and cache.is_file():
-        log.info("Vocabulary from the cache %s", cache)
-        return json.loads(cache.read_text(encoding="utf-8"))
-    vocabulary = _fit_vocabulary(texts, config)
-    if cache:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache.with_name(f"{cache.name}.{os.getpid()}.partial")  # never a half-written cache
-        partial.write_text(json.dumps(vocabulary), encoding="utf-8")
-        os.replace(partial, cache)
-    return vocabulary
+    settings = (config.tokenizer, config.vocabulary_size, config.standardize, config.split)
+    return cached_vocabulary(cache_dir, "vocabulary", settings, texts, lambda: _fit_vocabulary(texts, config))
 
 
-def _vocabulary_key(texts: np.ndarray, config: TextPreprocessingConfig) -> str:
-    digest = hashlib.sha256(repr((config.tokenizer, config.vocabulary_size, config.standardize,
-                                  config.split)).encode())
+def cached_vocabulary(cache_dir: Path | None, prefix: str, settings: tuple, texts, fit) -> list[str]:
+    """`fit()`'s vocabulary, kept in `cache_dir` (when given) as `<prefix>-<hash>.json` under a hash of
+    `settings` and `texts`, so a rerun on the same texts skips the fit; never a half-written file."""
+    if cache_dir is None:
+        return fit()
+    digest = hashlib.sha256(repr(settings).encode())
     for text in texts:
         digest.update(str(text).encode("utf-8", "surrogatepass") + b"\0")
-    return digest.hexdigest()[:16]
+    cache = Path(cache_dir) / f"{prefix}-{digest.hexdigest()[:16]}.json"
+    if cache.is_file():
+        log.info("Vocabulary from the cache %s", cache)
+        return json.loads(cache.read_text(encoding="utf-8"))
+    vocabulary = fit()
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    partial = cache.with_name(f"{cache.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(vocabulary), encoding="utf-8")
+    os.replace(partial, cache)
+    return vocabulary
 
 
 def _fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig) -> list[str]:
@@ -136,8 +139,6 @@ def encode_texts(vectorizer: keras.layers.TextVectorization, texts: tf.Tensor,
                  config: TextPreprocessingConfig) -> tf.Tensor:
     """Raw strings (batch,) -> right-padded token ids (batch, time); pairs (batch, 2) -> (batch, 2, time), both
     texts padded to the longer. Used by the export too."""
-    if len(texts.shape) == 2:
-        return pad_batch(_truncated_ids(vectorizer, texts, config).to_tensor())
     return pad_batch(_truncated_ids(vectorizer, texts, config))
 
 

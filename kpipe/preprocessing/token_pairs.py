@@ -11,9 +11,6 @@ outputs stop after `max_target_length` tokens.
 from __future__ import annotations
 
 import collections
-import hashlib
-import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +20,7 @@ from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.tokens import SEQ2SEQ
 from kpipe.preprocessing.configs import TOKEN_KINDS, PairPreprocessingConfig  # noqa: F401
 from kpipe.preprocessing.prefetch import prefetched
+from kpipe.preprocessing.text import cached_vocabulary, vectorize
 
 END, SPECIAL_TOKENS, START, UNKNOWN = SEQ2SEQ.end, SEQ2SEQ.count, SEQ2SEQ.start, SEQ2SEQ.unknown
 
@@ -73,10 +71,14 @@ class TokenTable(tf.Module):
 
     def join(self, ids: tf.Tensor) -> tf.Tensor:
         """Decoded ids (batch, steps) → strings, stopping at the first end token (or padding)."""
-        ids = tf.cast(ids, tf.int32)
-        keep = tf.cumsum(tf.cast((ids == END) | (ids == 0), tf.int32), axis=1) == 0
-        ragged = tf.ragged.boolean_mask(ids, keep)
-        return tf.strings.reduce_join(tf.gather(self.names, ragged), axis=1, separator=self.joiner)
+        return tf.strings.reduce_join(tf.gather(self.names, until_end(ids)), axis=1, separator=self.joiner)
+
+
+def until_end(ids: tf.Tensor) -> tf.RaggedTensor:
+    """Decoded ids (batch, steps) -> each row's ids before its first end token (or padding), as int32."""
+    ids = tf.cast(ids, tf.int32)
+    keep = tf.cumsum(tf.cast((ids == END) | (ids == 0), tf.int32), axis=1) == 0
+    return tf.ragged.boolean_mask(ids, keep)
 
 
 SUBWORD_RESERVED = ["[PAD]", "[UNK]", "[START]", "[END]"]  # WordPiece's names for kpipe's ids 0-3
@@ -120,10 +122,7 @@ class SubwordTable(tf.Module):
         strings = tf.convert_to_tensor(strings, tf.string)
         if lowercase and not self.lowercase:
             strings = tf.strings.lower(strings, encoding="utf-8")
-        ids = self.tokenizer(strings)
-        if isinstance(ids, list):  # keras-hub returns Python lists when run eagerly
-            ids = tf.ragged.constant(ids, dtype=tf.int32, ragged_rank=1, inner_shape=())
-        return tf.cast(ids, tf.int32)
+        return tf.cast(vectorize(self.tokenizer, strings), tf.int32)
 
     def pieces(self, text: str, kind: str = "subword", lowercase: bool = False) -> list[str]:
         ids = self.encode(tf.constant([text]), lowercase=lowercase)[0].numpy()
@@ -131,10 +130,7 @@ class SubwordTable(tf.Module):
 
     def join(self, ids: tf.Tensor) -> tf.Tensor:
         """Decoded ids (batch, steps) → detokenized strings, stopping at the first end token (or padding)."""
-        ids = tf.cast(ids, tf.int32)
-        keep = tf.cumsum(tf.cast((ids == END) | (ids == 0), tf.int32), axis=1) == 0
-        text = self.tokenizer.detokenize(tf.ragged.boolean_mask(ids, keep))
-        return detokenize_spacing(tf.convert_to_tensor(text, tf.string))
+        return detokenize_spacing(tf.convert_to_tensor(self.tokenizer.detokenize(until_end(ids)), tf.string))
 
 
 def detokenize_spacing(text: tf.Tensor) -> tf.Tensor:
@@ -150,21 +146,8 @@ def fit_subwords(strings: list[str], vocabulary_size: int, lowercase: bool = Fal
     accents and punctuation kept), `SUBWORD_RESERVED` first; a small text gets the vocabulary it can fill.
     With `cache_dir`, kept there under a hash of the strings and settings: the fit takes minutes on a large
     corpus, and a resumed run or another model on the same pairs reuses it."""
-    cache = None
-    if cache_dir is not None:
-        digest = hashlib.sha256(repr((vocabulary_size, lowercase, SUBWORD_RESERVED)).encode())
-        for string in strings:
-            digest.update(string.encode("utf-8", "surrogatepass") + b"\0")
-        cache = Path(cache_dir) / f"subwords-{digest.hexdigest()[:16]}.json"
-        if cache.is_file():
-            return json.loads(cache.read_text(encoding="utf-8"))
-    vocabulary = _fit_subwords(strings, vocabulary_size, lowercase)
-    if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache.with_name(f"{cache.name}.{os.getpid()}.partial")  # never a half-written cache
-        partial.write_text(json.dumps(vocabulary), encoding="utf-8")
-        os.replace(partial, cache)
-    return vocabulary
+    return cached_vocabulary(cache_dir, "subwords", (vocabulary_size, lowercase, SUBWORD_RESERVED), strings,
+                             lambda: _fit_subwords(strings, vocabulary_size, lowercase))
 
 
 def _fit_subwords(strings: list[str], vocabulary_size: int, lowercase: bool) -> list[str]:

@@ -73,7 +73,6 @@ class ClassifierServing(tf.Module):
     def __init__(self, members: Sequence[Member], weights: Sequence[float], label_names: Sequence[str],
                  thresholds: Sequence[float] | None = None, separator: str = "|", pairs: bool = False):
         super().__init__()
-        self.pairs = pairs  # pairs of texts: `serve_pairs(text, text_pair)` is the export's `serve`
         # Several labels per text: one sigmoid per label, and the labels over their thresholds
         self.thresholds = None if thresholds is None else tf.constant(np.asarray(thresholds, np.float32))
         self.separator = separator
@@ -86,9 +85,9 @@ class ClassifierServing(tf.Module):
                          if m.compiled_length else None for m in members]
         self.encoder = None
         model = members[0].model
-        if pairs:  # a pair model embeds no single sentence
-            pass
-        elif len(members) == 1 and members[0].embed is not None:  # the family says how it embeds
+        if pairs:  # `serve_pairs(text, text_pair)` is the export's `serve`; a pair model embeds no single sentence
+            return
+        if len(members) == 1 and members[0].embed is not None:  # the family says how it embeds
             self.encoder = members[0].embed
             self.embed = tf.function(lambda text: {"embedding": members[0].embed(text)},
                                      input_signature=[tf.TensorSpec([None], tf.string, name="text")])

@@ -118,8 +118,8 @@ def decode_and_score(translator: Translator, references: dict[str, list[str]], k
 
 class ValidationDecoding(keras.callbacks.Callback):
     """After every epoch, decodes the validation sources (greedy) and adds `val_word_error_rate` and
-    `val_token_error_rate` (and for sentences `val_bleu`, sacreBLEU on a fixed sample) to the epoch's logs: in the history and report beside the loss, and what
-    early stopping can watch (`training.early_stopping_monitor = "val_word_error_rate"`), keeping the
+    `val_token_error_rate` (and for sentences `val_bleu`, sacreBLEU on a fixed sample) to the epoch's logs:
+    in the history and report beside the loss, and what early stopping can watch (`training.early_stopping_monitor = "val_word_error_rate"`), keeping the
     epoch that decodes best rather than the one with the lowest loss.
 
     Args:
@@ -250,10 +250,10 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     if pre.sentences:  # words or sub-words on both sides: scored as translations are
         metrics["bleu"] = corpus_bleu(outputs, [references[s] for s in sources])  # sacreBLEU, 0-100
         metrics["chrf"] = corpus_chrf(outputs, [references[s] for s in sources])
-        worst = sorted(range(len(sources)), key=lambda i: sentence_bleu(outputs[i], references[sources[i]]))[:20]
+        sentence_scores = [sentence_bleu(o, references[s]) for o, s in zip(outputs, sources)]
+        worst = sorted(range(len(sources)), key=sentence_scores.__getitem__)[:20]
         metrics["worst_translations"] = [{"source": sources[i], "output": outputs[i], "references": references[sources[i]],
-                                          "sentence_bleu": round(sentence_bleu(outputs[i], references[sources[i]]), 2)}
-                                         for i in worst]
+                                          "sentence_bleu": round(sentence_scores[i], 2)} for i in worst]
     log.info("Test: word error rate %.2f%%, %s error rate %.2f%% on %d sources (%s decoding, %.1f s)",
              100 * scores["word_error_rate"], "phoneme" if config.data.source == "embedded" else "token",
              100 * scores["token_error_rate"], len(sources), metrics["decoding"], decode_seconds)
