@@ -39,8 +39,8 @@ HIDDEN, HEADS, INTERMEDIATE = 64, 4, 128
 def encoder(attention: str):
     import keras_hub
 
-    from kpipe.models.attention_variants import VariantTransformerEncoder
-    from kpipe.models.configs import TransformerClassifierConfig
+    from kpipe.layers.attention_variants import VariantTransformerEncoder
+    from kpipe.families.transformer_classifier.config import TransformerClassifierConfig
 
     if attention == "softmax":
         return keras_hub.layers.TransformerEncoder(INTERMEDIATE, HEADS)

@@ -20,9 +20,9 @@ import os
 import tempfile
 import time
 
-from kpipe.config.pipelines import load_pipeline
+from kpipe.tasks.named_pipelines import load_pipeline
 
-from kpipe.tasks import run_pipeline
+from kpipe.tasks.runner import run_pipeline
 
 TWEETS = ["sentiment-bigrams", "sentiment-bilstm", "sentiment-glove", "sentiment-ensemble", "sentiment-transformer"]
 IMDB = ["imdb-bigrams", "imdb-bilstm", "imdb-glove", "imdb-ensemble", "imdb-transformer"]

@@ -36,8 +36,8 @@ def main() -> None:
     from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
 
     from kpipe.config.training import TrainingConfig
-    from kpipe.models.configs import RNNClassifierConfig
-    from kpipe.models.rnn_classifier import build_rnn_classifier
+    from kpipe.families.rnn_classifier.config import RNNClassifierConfig
+    from kpipe.families.rnn_classifier.model import build_rnn_classifier
     from kpipe.training import loop
 
     rng = np.random.default_rng(0)

@@ -18,9 +18,9 @@ import json
 import tempfile
 import time
 
-from kpipe.config.pipelines import load_pipeline
+from kpipe.tasks.named_pipelines import load_pipeline
 
-from kpipe.tasks import run_pipeline
+from kpipe.tasks.runner import run_pipeline
 
 HORIZONS = {"electricity-mstl": [24, 48], "electricity-seasonal-ar": [24, 48], "weather-ar": [7, 14]}
 

@@ -21,9 +21,9 @@ import os
 import tempfile
 import time
 
-from kpipe.config.pipelines import load_pipeline
+from kpipe.tasks.named_pipelines import load_pipeline
 
-from kpipe.tasks import run_pipeline
+from kpipe.tasks.runner import run_pipeline
 
 MODES = {
     "random": [],

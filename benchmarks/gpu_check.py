@@ -25,7 +25,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier  # noqa: E402
+from kpipe.families.rnn_classifier.config import RNNClassifierConfig  # noqa: E402
+from kpipe.families.rnn_classifier.model import build_rnn_classifier  # noqa: E402
 
 VOCABULARY, MAX_LENGTH = 20000, 200
 

@@ -38,8 +38,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from kpipe.datasets.text_classification import load_text_classification  # noqa: E402
-from kpipe.models.rnn_classifier import build_rnn_classifier  # noqa: E402
-from kpipe.config.pipelines import load_pipeline  # noqa: E402
+from kpipe.families.rnn_classifier.model import build_rnn_classifier  # noqa: E402
+from kpipe.tasks.named_pipelines import load_pipeline  # noqa: E402
 from kpipe.preprocessing.text import (bucket_boundaries, fit_vocabulary, make_text_dataset,  # noqa: E402
                                       make_vectorizer, token_lengths)
 

@@ -34,9 +34,9 @@ def main() -> None:
     parser.add_argument("--loop-names", type=int, default=30, help="names sampled by the tutorial loop")
     args = parser.parse_args()
 
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
 
-    from kpipe.tasks import run_pipeline
+    from kpipe.tasks.runner import run_pipeline
 
     exports = list(args.model)
     for name in args.pipeline or ([] if exports else ["names-char"]):
@@ -52,9 +52,9 @@ def measure(export: str, args) -> None:
     import keras
     import tensorflow as tf
 
-    import kpipe.models.char_generator  # noqa: F401  (registers the custom layers for model.keras)
-    import kpipe.models.char_transformer  # noqa: F401
-    from kpipe.models.char_generator import END, START
+    import kpipe.families.char_rnn.model  # noqa: F401  (registers the custom layers for model.keras)
+    import kpipe.families.char_transformer.model  # noqa: F401
+    from kpipe.families.char_rnn.model import END, START
 
     metrics = json.load(open(os.path.join(export, "metrics.json")))
     spec = json.load(open(os.path.join(export, "generator.json")))

@@ -34,8 +34,8 @@ def validation_accuracy(metrics: dict, training) -> float:
 
 
 def run(name: str, overrides: list[str], folder: str) -> dict:
-    from kpipe.config.pipelines import load_pipeline
-    from kpipe.tasks import run_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
+    from kpipe.tasks.runner import run_pipeline
 
     config = load_pipeline(name, [*overrides, f'export.dir="{folder}"'])
     started = time.perf_counter()
@@ -63,8 +63,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the raw figures here")
     args = parser.parse_args()
 
-    from kpipe.config.pipelines import load_pipeline
-    from kpipe.models.configs import pretrained_preset
+    from kpipe.tasks.named_pipelines import load_pipeline
+    from kpipe.families.pretrained_classifier.config import pretrained_preset
 
     _, key = pretrained_preset(load_pipeline(args.pretrained).model)
     with tempfile.TemporaryDirectory(prefix="pretrained-finetune-") as folder:

@@ -21,8 +21,9 @@ def step_seconds(preset: str, precision: str, batch: int, tokens: int, steps: in
     import numpy as np
 
     from kpipe.config.training import TrainingConfig
-    from kpipe.models.configs import PretrainedClassifierConfig
-    from kpipe.pretrained import classifier, presets
+    from kpipe.families.pretrained_classifier.config import PretrainedClassifierConfig
+    from kpipe.families.pretrained_classifier import model as classifier
+    from kpipe.pretrained import presets
     from kpipe.training.loop import make_optimizer
     from kpipe.training.precision import precision_scope
 

@@ -26,7 +26,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def tweets(limit: int):
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
     from kpipe.datasets.text_classification import load_text_classification
 
     splits = load_text_classification(load_pipeline("sentiment-minilm", [f"data.limit={limit}"]).data)
@@ -44,8 +44,9 @@ def kpipe_fit(preset: str, texts, labels, batch: int, length: int, steps: int, w
               precision: str = "float32") -> float:
     import keras
 
-    from kpipe.models.configs import PretrainedClassifierConfig
-    from kpipe.pretrained import classifier, inputs, presets
+    from kpipe.families.pretrained_classifier.config import PretrainedClassifierConfig
+    from kpipe.families.pretrained_classifier import model as classifier
+    from kpipe.pretrained import inputs, presets
     from kpipe.preprocessing.buckets import quantile_boundaries
     from kpipe.training.precision import precision_scope
 

@@ -20,8 +20,8 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from kpipe.cli.commands import _data_overrides  # noqa: E402
-from kpipe.config.pipelines import load_pipeline  # noqa: E402
-from kpipe.tasks import run_pipeline  # noqa: E402
+from kpipe.tasks.named_pipelines import load_pipeline  # noqa: E402
+from kpipe.tasks.runner import run_pipeline  # noqa: E402
 
 
 def main() -> None:

@@ -56,8 +56,8 @@ def main() -> None:
 
     from kpipe.datasets.corpus import load_corpus
     from kpipe.vectors.word_vectors import load_word_vectors
-    from kpipe.config.pipelines import load_pipeline
-    from kpipe.tasks import run_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
+    from kpipe.tasks.runner import run_pipeline
     from kpipe.preprocessing.skipgrams import tokenize
 
     overrides = [f"training.epochs={args.epochs}", f"model.embedding_dim={args.dim}"] + args.set

@@ -23,10 +23,10 @@ class ReservedIds:
         return 4
 
 
-# Sequence to sequence (kpipe.preprocessing.token_pairs, kpipe.models.seq2seq).
+# Sequence to sequence (kpipe.preprocessing.token_pairs, kpipe.families.seq2seq_attention.model).
 SEQ2SEQ = ReservedIds(pad=0, unknown=1, start=2, end=3)
 
-# Character-level name generators (kpipe.tasks.generate, kpipe.models.char_generator).
+# Character-level name generators (kpipe.tasks.generate, kpipe.families.char_rnn.model).
 CHARS = ReservedIds(pad=0, start=1, end=2, unknown=3)
 
 # WordPiece sub-words (keras-hub's tokenizer, the transformer classifier, masked-LM pretraining):

@@ -90,7 +90,7 @@ def in_tmp_cwd(tmp_path, monkeypatch):
 # xdist would reorder the files by how many tests each holds.
 SLOWEST_FIRST = [
     "tests/e2e/distribution/test_multi_worker_pipelines.py",  # 99
-    "tests/e2e/test_readme.py",  # 93
+    "tests/e2e/test_docs.py",  # ~100 (2026-12-02: the README test, now every docs page)
     "tests/e2e/test_translate_ensemble.py",  # 90
     "tests/e2e/test_tune.py",  # 86
     "tests/e2e/test_serve.py",  # 76
@@ -103,7 +103,7 @@ SLOWEST_FIRST = [
     "tests/e2e/test_translate_end_to_end.py",  # 65
     "tests/e2e/test_transformer_end_to_end.py",  # 61
     "tests/e2e/test_pretrained_pipeline.py",  # 55
-    "tests/unit/models/test_seq2seq.py",  # 54
+    "tests/unit/families/test_seq2seq.py",  # 54
     "tests/e2e/test_forecast_end_to_end.py",  # 52
     "tests/unit/training/test_training.py",  # 51
     "tests/e2e/test_end_to_end.py",  # 44
@@ -112,7 +112,7 @@ SLOWEST_FIRST = [
     "tests/e2e/test_names_end_to_end.py",  # 31
     "tests/e2e/test_ngrams_end_to_end.py",  # 30
     "tests/e2e/test_sentence_encoder.py",  # 29
-    "tests/unit/models/test_transformer_classifier.py",  # 27
+    "tests/unit/families/test_transformer_classifier.py",  # 27
     "tests/unit/training/test_exact_resume.py",  # 26
     "tests/unit/exports/test_custom_layers.py",  # 19
     "tests/e2e/test_console.py",  # 18
@@ -126,7 +126,7 @@ SLOWEST_FIRST = [
     "tests/e2e/test_disk_full.py",  # ~15 (2026-12-01: the real tmpfs case added)
     "tests/unit/serving/test_repository.py",  # ~8 (2026-12-01, new)
     "tests/unit/serving/test_rest_limits.py",  # ~6 (2026-12-01, new)
-    "tests/unit/models/test_char_transformer.py",  # 10
+    "tests/unit/families/test_char_transformer.py",  # 10
 ]
 
 

@@ -130,14 +130,14 @@ def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool,
 
     with tqdm(total=len(texts), unit="text", disable=not progress, desc=model_dir.as_posix()) as bar:
         if task == "classify":
-            from kpipe.tasks.classify import predict_texts
+            from kpipe.tasks.classify.predict import predict_texts
 
             found = predict_texts(model_dir, texts, on_batch=bar.update, pairs=pairs)
             labels = list(found[0].probabilities) if found else []
             return pd.DataFrame({"label": [p.label for p in found], "probability": [p.probability for p in found],
                                  **{f"probability_{name}": [p.probabilities[name] for p in found] for name in labels}})
         if task == "translate":
-            from kpipe.tasks.translate import translate_texts
+            from kpipe.tasks.translate.predict import translate_texts
 
             return pd.DataFrame({"output": translate_texts(model_dir, texts, on_batch=bar.update)})
         if task == "embed":

@@ -88,7 +88,7 @@ def differing_keys(runs: Sequence[RunRecord]) -> list[str]:
 
 def comparison_rows(runs: Sequence[RunRecord]) -> tuple[list[str], list[list[str]]]:
     """(header, rows): run, headline metrics, epochs, training seconds, then each differing config key."""
-    from kpipe.config.tasks import TASKS
+    from kpipe.tasks.registry import TASKS
 
     headline = list(TASKS[runs[0].task].headline)
     if any("micro_f1" in run.metrics for run in runs):  # classifiers of several labels per text

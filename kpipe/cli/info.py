@@ -44,7 +44,7 @@ def pipeline_needs(config) -> tuple[list[str], str]:
 def pretrained_download(config) -> tuple[str, str]:
     """The pretrained model a pipeline downloads on its first run (a preset name or handle) and the config key
     that names it, or ("", "") if none."""
-    from kpipe.models.configs import pretrained_preset
+    from kpipe.families.pretrained_classifier.config import pretrained_preset
     from kpipe.pretrained.presets import needs_download
 
     preset, key = pretrained_preset(config.model)
@@ -69,7 +69,7 @@ def collect() -> dict:
     """Everything `kpipe info` shows, as plain data (the `--json` output)."""
     from kpipe.datasets.embedded import EMBEDDED_DATASETS
     from kpipe.vectors.word_vectors import PACKAGED
-    from kpipe.config.pipelines import load_pipeline, registry
+    from kpipe.tasks.named_pipelines import load_pipeline, registry
 
     data_packages = {d.name: {"package": d.package, "licence": d.licence, "installed": installed(d.module)}
                      for d in EMBEDDED_DATASETS.values()}

@@ -1,11 +1,12 @@
 """The `kpipe` command line: `build_parser` adds one sub-parser per command, each in a function of its
-own; options several commands share come from parent parsers (`SHARED`). The handlers are in
-`kpipe.cli.commands`; nothing here imports TensorFlow.
+own; options several commands share come from parent parsers (`SHARED`). The handlers are the `cmd_*`
+functions of `kpipe.cli.commands`, `export_commands` and `vector_commands`; nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
 
 import argparse
+import types
 
 EXAMPLES = """\
 examples:
@@ -78,7 +79,11 @@ def add_table_args(p: argparse.ArgumentParser, answers: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kpipe.cli import commands
+    from kpipe.cli import commands, export_commands, vector_commands
+
+    handlers = types.SimpleNamespace(**{name: getattr(module, name) for module in (commands, export_commands,
+                                                                                  vector_commands)
+                                        for name in dir(module) if name.startswith("cmd_")})
 
     parser = argparse.ArgumentParser(
         prog="kpipe", description="Train, evaluate and export Keras sequence models as named pipelines.",
@@ -89,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (add_setup_commands, add_run_commands, add_tune, add_predict, add_serve, add_forecast, add_generate,
                 add_text_commands, add_word_commands, add_map, add_compare):
-        add(sub, commands)
+        add(sub, handlers)
     return parser
 
 

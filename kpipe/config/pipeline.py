@@ -1,7 +1,8 @@
 """The config of a named pipeline: task, data, preprocessing, model, training, export.
 
-The sections' types depend on the task (and the model section's on `model.family`); each task
-declares them in a `TaskSpec` (see `kpipe.config.tasks`). Parsing is strict: see `kpipe.config.strict`.
+The sections' types depend on the task (and the model section's on `model.family`): each task declares
+them in a `TaskSpec`, and `kpipe.tasks.registry.parse_pipeline_config` reads a config with them. Parsing is
+strict: see `kpipe.config.strict`.
 """
 
 from __future__ import annotations
@@ -10,12 +11,10 @@ import dataclasses
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from kpipe.config.strict import check_choice, check_range, did_you_mean, dumps_toml, from_dict, to_dict
-from kpipe.errors import ConfigError
-from kpipe.config.tasks import TASKS
-from kpipe.config.training import EARLY_STOPPING_MONITORS, TrainingConfig
+from kpipe.config.strict import check_choice, check_range, dumps_toml, to_dict
+from kpipe.config.training import TrainingConfig
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
@@ -100,64 +99,3 @@ class PipelineConfig:
     def fingerprint(self) -> str:
         """A short hash of the resolved config: same config, same fingerprint (names resume state)."""
         return hashlib.sha256(self.to_toml().encode()).hexdigest()[:12]
-
-
-def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
-    """Validate a parsed TOML dict into a `PipelineConfig`.
-
-    Raises:
-        ConfigError: unknown or missing keys, unknown task or model family, bad values.
-    """
-    known = {f.name for f in dataclasses.fields(PipelineConfig)}
-    raw = {key: value for key, value in raw.items() if key != "tune"}  # the search space: read by `kpipe tune`
-    for key in raw:
-        if key not in known:
-            raise ConfigError(f"unknown key '{key}'{did_you_mean(key, known)}; "
-                              f"known top-level keys: {', '.join(sorted(known))}")
-    for key in ("name", "task"):
-        if not isinstance(raw.get(key), str) or not raw.get(key):
-            raise ConfigError(f"missing key '{key}' (a string) at the top of the pipeline config")
-    name, task = raw["name"], raw["task"]
-    if not NAME_PATTERN.match(name):
-        raise ConfigError(f"name must be lowercase letters, digits, '-' or '_'. Received: name={name!r}")
-    if task not in TASKS:
-        raise ConfigError(f"unknown task '{task}'{did_you_mean(task, TASKS)}; known tasks: {', '.join(TASKS)}")
-    spec = TASKS[task]
-    sections = {}
-    for key in ("data", "preprocessing", "model", "training", "evaluation", "export"):
-        value = raw.get(key, {})
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"'{key}' must be a table ([{key}]). Received: {value!r}")
-        sections[key] = value
-    family = sections["model"].get("family", next(iter(spec.models)))
-    if family not in spec.models:
-        raise ConfigError(f"unknown model.family '{family}'{did_you_mean(str(family), spec.models)} for task "
-                          f"'{task}'; known: {', '.join(spec.models)}")
-    if not isinstance(raw.get("description", ""), str):
-        raise ConfigError("description must be a string")
-    config = PipelineConfig(
-        name=name, task=task, description=raw.get("description", ""),
-        data=from_dict(spec.data, sections["data"], path="data"),
-        preprocessing=from_dict(spec.preprocessing, sections["preprocessing"], path="preprocessing"),
-        model=from_dict(spec.models[family], sections["model"], path="model"),
-        training=from_dict(TrainingConfig, sections["training"], path="training"),
-        evaluation=from_dict(EvaluationConfig, sections["evaluation"], path="evaluation"),
-        export=from_dict(ExportConfig, sections["export"], path="export"),
-    )
-    tasks = EARLY_STOPPING_MONITORS[config.training.early_stopping_monitor]
-    if tasks and task not in tasks:
-        raise ConfigError(f"training.early_stopping_monitor='{config.training.early_stopping_monitor}' is logged by "
-                          f"{' and '.join(tasks)} pipelines only, not {task}; use 'val_loss'")
-    if config.training.early_stopping_monitor == "val_micro_f1" and not getattr(config.data, "multi_label", False):
-        raise ConfigError("training.early_stopping_monitor='val_micro_f1' is logged with several labels per text "
-                          "only (data.label_separator or data.label_columns); use 'val_accuracy' or 'val_loss'")
-    if config.training.early_stopping_monitor == "val_bleu" and (
-            not getattr(config.preprocessing, "sentences", False) or not config.evaluation.bleu_sample):
-        raise ConfigError("training.early_stopping_monitor='val_bleu' is logged for sentences only (both "
-                          "preprocessing.source_tokens and target_tokens 'word' or 'subword', evaluation.bleu_sample "
-                          "> 0); use 'val_word_error_rate' or 'val_loss'")
-    if config.training.refit_with_validation and task != "forecast":
-        raise ConfigError(f"training.refit_with_validation is for forecast pipelines, not {task}; remove it")
-    if spec.check:
-        spec.check(config)
-    return config

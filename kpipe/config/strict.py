@@ -72,13 +72,17 @@ def check_range(field: str, value: float, *, low: float | None = None, high: flo
 
 # === Building dataclasses from dicts ===
 
-def _type_name(tp: Any) -> str:
+PLURALS = {int: "integers", float: "numbers", str: "strings", bool: "booleans"}
+
+
+def type_name(tp: Any) -> str:
+    """What a value of annotation `tp` is, as error messages and the configuration reference say it."""
     origin = typing.get_origin(tp)
     if origin in (tuple, list):
         (inner, *_) = typing.get_args(tp) or (Any,)
-        return f"a list of {_type_name(inner)}s"
+        return f"a list of {PLURALS.get(inner, type_name(inner) + 's')}"
     if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+        return " or ".join(type_name(a) for a in typing.get_args(tp))
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
             type(None): "none"}.get(tp, getattr(tp, "__name__", str(tp)))
 
@@ -139,7 +143,7 @@ def _convert(path: str, value: Any, tp: Any) -> Any:
         if isinstance(value, tp):
             return value
     raise ConfigError(
-        f"{path} must be {_type_name(tp)}. Received: {value!r} ({type(value).__name__})"
+        f"{path} must be {type_name(tp)}. Received: {value!r} ({type(value).__name__})"
     )
 
 

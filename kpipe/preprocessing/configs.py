@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 
 from kpipe.config.strict import check_choice, check_range
-STANDARDIZE = ("lower_and_strip_punctuation", "lower_and_split_punctuation", "lower", "none")  # see standardize.py
+STANDARDIZE = ("lower_and_strip_punctuation", "lower_and_split_punctuation",  # see standardize.py
+               "lower_and_split_punctuation_and_contractions", "lower", "none")
 SPLITS = ("whitespace", "character")  # TextVectorization's own names
 TOKENIZERS = ("words", "wordpiece")
 TOKEN_KINDS = ("char", "word", "subword")
@@ -26,7 +27,8 @@ class TextPreprocessingConfig:
         truncating: "pre" drops tokens from the front (Keras default), "post" from the back, "head_tail"
             from the middle (keeps the first quarter and the last three quarters).
         standardize: "lower_and_strip_punctuation", "lower_and_split_punctuation" (punctuation
-            kept as tokens of its own: "great!!" → great ! !), "lower" or "none".
+            kept as tokens of its own: "great!!" → great ! !), "lower_and_split_punctuation_and_contractions"
+            (also "can't" → ca n't, "i'm" → i 'm, as GloVe's vocabulary has them), "lower" or "none".
         split: "whitespace" (words) or "character".
         length_buckets: group texts of similar length into batches, with this many buckets whose
             boundaries are quantiles of the training lengths (0 = pad each batch to its longest).

@@ -13,7 +13,8 @@ import numpy as np
 import tensorflow as tf
 
 from kpipe.tokens import WORDPIECE_MASK, WORDPIECE_RESERVED
-from kpipe.preprocessing.text import TextPreprocessingConfig, pad_batch, truncate, vectorize
+from kpipe.preprocessing.configs import TextPreprocessingConfig
+from kpipe.preprocessing.text import pad_batch, truncate, vectorize
 from kpipe.preprocessing.prefetch import prefetched
 
 

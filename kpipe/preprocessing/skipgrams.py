@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from kpipe.errors import DataError
-from kpipe.preprocessing.configs import SkipGramConfig  # noqa: F401  (re-exported)
+from kpipe.preprocessing.configs import SkipGramConfig
 from kpipe.preprocessing.prefetch import prefetched
 
 EPOCH_SEEDS = 1 << 16  # distinct epoch seeds (the shuffle that draws them holds this many numbers)

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.tokens import WORDPIECE_RESERVED
-from kpipe.preprocessing.configs import STANDARDIZE, TOKENIZERS, TextPreprocessingConfig  # noqa: F401
+from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.preprocessing.standardize import keras_standardize
 from kpipe.preprocessing.prefetch import prefetched
 

@@ -2,7 +2,7 @@
 
 The same functions cut the training pairs into ids and run inside the exported SavedModel, so
 serving sees exactly the preprocessing training saw. Tokens are characters, whitespace-separated
-words (`TokenTable`) or WordPiece sub-words (`SubwordTable`); ids follow `kpipe.models.seq2seq`
+words (`TokenTable`) or WordPiece sub-words (`SubwordTable`); ids follow `kpipe.families.seq2seq_attention.model`
 (0 padding, 1 unknown, 2 start, 3 end, then the tokens).
 Sources longer than `max_source_length` tokens are cut to their first `max_source_length` tokens;
 outputs stop after `max_target_length` tokens.
@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.tokens import SEQ2SEQ
-from kpipe.preprocessing.configs import TOKEN_KINDS, PairPreprocessingConfig  # noqa: F401
+from kpipe.preprocessing.configs import PairPreprocessingConfig
 from kpipe.preprocessing.prefetch import prefetched
 from kpipe.preprocessing.text import cached_vocabulary, vectorize
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from kpipe.datasets.time_series import TimeSeries
 from kpipe.errors import DataError
-from kpipe.preprocessing.configs import WindowConfig  # noqa: F401  (re-exported)
+from kpipe.preprocessing.configs import WindowConfig
 from kpipe.preprocessing.prefetch import prefetched
 
 

@@ -3,6 +3,5 @@
 
     presets.py     resolve and load a preset (a keras-hub name, hf://, kaggle://, or a local folder)
     inputs.py      raw strings -> the backbone's inputs, cut to each batch's longest text; tf.data
-    encoder.py     backbone -> pooling (CLS or masked mean) [-> unit length]: sentence embeddings
-    classifier.py  the encoder's pooled vector -> dropout -> dense
+    (the families that use them: kpipe/families/pretrained_classifier, kpipe/families/sentence_encoder)
 """

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from kpipe.preprocessing.text import TextPreprocessingConfig, string_tensor, truncate, vectorize
+from kpipe.preprocessing.configs import TextPreprocessingConfig
+from kpipe.preprocessing.text import string_tensor, truncate, vectorize
 from kpipe.pretrained import presets
 from kpipe.preprocessing.prefetch import prefetched
 

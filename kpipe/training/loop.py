@@ -26,7 +26,7 @@ from kpipe.training import keras_private
 from kpipe.training.progress import ProgressLines
 from kpipe.training.resume import EpochCheckpoint, ResumableEarlyStopping
 from kpipe.training.schedules import LinearWarmupDecay
-from kpipe.config.training import OPTIMIZER_CLASSES, STRATEGIES, TrainingConfig  # noqa: F401
+from kpipe.config.training import OPTIMIZER_CLASSES, STRATEGIES, TrainingConfig
 from kpipe.training.precision import precision_scope, resolve_precision
 
 log = logging.getLogger(__name__)

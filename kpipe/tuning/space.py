@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from kpipe.config.pipelines import load_pipeline, pipeline_path
+from kpipe.tasks.named_pipelines import load_pipeline, pipeline_path
 from kpipe.config.strict import read_toml
 from kpipe.errors import ConfigError
 

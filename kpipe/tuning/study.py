@@ -24,7 +24,7 @@ from typing import Iterable
 
 import filelock
 
-from kpipe.config.pipelines import load_pipeline
+from kpipe.tasks.named_pipelines import load_pipeline
 from kpipe.errors import ConfigError
 from kpipe.redact import mask_passwords
 from kpipe.tuning.space import Dimension, check_space, default_params, load_space
@@ -318,7 +318,7 @@ def make_objective(pipeline: str, overrides: list[str], dimensions: list[Dimensi
     import keras
     import optuna
 
-    from kpipe.tasks import run_pipeline
+    from kpipe.tasks.runner import run_pipeline
     from kpipe.training.loop import kept_epoch, watching
 
     class PruningReporter(keras.callbacks.Callback):

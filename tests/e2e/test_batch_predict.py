@@ -9,7 +9,7 @@ import pytest
 
 from kpipe.cli import batch_predict
 from kpipe.cli.commands import main
-from kpipe.tasks.classify import predict_texts
+from kpipe.tasks.classify.predict import predict_texts
 
 pytestmark = pytest.mark.slow
 

@@ -72,7 +72,8 @@ CASES = {
                          "(did you mean 'max'?)"),
     "misspelt standardize": (["run", "sentiment-bilstm", "--set", 'preprocessing.standardize="split_punct"'],
                              "`standardize` must be one of 'lower_and_strip_punctuation', "
-                             "'lower_and_split_punctuation', 'lower', 'none'"),
+                             "'lower_and_split_punctuation', 'lower_and_split_punctuation_and_contractions', "
+                             "'lower', 'none'"),
     "character n-grams too long": (["run", "sentiment-bigrams", "--set", "model.char_ngrams=9"],
                                    "`char_ngrams` must be ≥ 0 and ≤ 8. Received: char_ngrams=9"),
     "malformed override": (["run", "sentiment-bilstm", "--set", "training.epochs"], "--set expects KEY=VALUE"),

@@ -6,8 +6,8 @@ import shutil
 import pytest
 
 from kpipe.cli.compare import differing_keys, flatten, read_runs
-from kpipe.config.pipelines import load_pipeline
-from kpipe.tasks import run_pipeline
+from kpipe.tasks.named_pipelines import load_pipeline
+from kpipe.tasks.runner import run_pipeline
 from tests.helpers import kpipe
 
 pytestmark = pytest.mark.slow

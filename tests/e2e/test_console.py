@@ -40,7 +40,7 @@ def test_debug_shows_tensorflows_own_lines_and_info_describes_the_setup(tmp_path
     info = json.loads(capsys.readouterr().out)
     import tensorflow as tf
 
-    from kpipe.config.pipelines import registry
+    from kpipe.tasks.named_pipelines import registry
 
     assert info["versions"]["tensorflow"] == tf.__version__ and info["versions"]["kpipe"]
     assert info["devices"]["auto_strategy"] == ("default" if not tf.config.list_physical_devices("GPU") else

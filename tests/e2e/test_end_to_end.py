@@ -3,13 +3,15 @@ frozen and in two phases (in-process: the real command is the shared run's)."""
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from kpipe.tasks.classify import predict_texts
+from kpipe.tasks.classify.predict import predict_texts
 from tests.helpers import kpipe
 
 pytestmark = pytest.mark.slow
@@ -127,3 +129,30 @@ def test_imdb_glove_two_phase_schedule_runs_end_to_end(tmp_path, monkeypatch, ca
     vectors = load_word_vectors(str(tmp_path / "vectors.txt"))
     moved = [not np.allclose(table[vocabulary.index(w)], vectors.vector(w), atol=1e-4) for w in words]
     assert all(moved)  # fine-tuned in phase 2
+
+
+# What answering with an export must not load: the run and its training loop, the task's stages, data sources
+# (kpipe.datasets.files, which reads the input file of `--file`, is input, not training), metrics, baselines,
+# the tuner, the task registry. (scikit-learn is not in the list: Keras imports it.)
+TRAINING_MODULES = ("kpipe.training", "kpipe.tasks.classify.run", "kpipe.tasks.classify.members",
+                    "kpipe.tasks.classify.ensemble", "kpipe.tasks.classify.baselines", "kpipe.tasks.registry",
+                    "kpipe.evaluation", "kpipe.datasets.text_classification", "kpipe.datasets.embedded",
+                    "kpipe.tuning", "optuna")
+
+
+def test_predicting_with_an_export_imports_no_training_code(shared_run, tmp_path):
+    """`kpipe predict` in a fresh process: the export is opened and answered by `tasks.classify.predict`, and
+    nothing of the training side (the run, its data readers, metrics, baselines, tuner) is imported."""
+    run = shared_run("sentiment-bilstm")
+    assert run.returncode == 0, run.stderr[-3000:]
+    export = run.folder / "saved_models" / "sentiment-bilstm" / "1"
+    code = ("import sys\nfrom kpipe.cli.commands import main\n"
+            f"code = main(['predict', {str(export)!r}, 'great crew, thanks'])\n"
+            "print('MODULES', ' '.join(sorted(sys.modules)))\nsys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\t")[0] in ("negative", "neutral", "positive")
+    loaded = done.stdout.split("MODULES ")[1].split()
+    assert "kpipe.tasks.classify.predict" in loaded
+    training = [name for name in loaded if name.startswith(TRAINING_MODULES)]
+    assert not training, training

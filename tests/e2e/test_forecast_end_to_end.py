@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from kpipe.config.pipelines import load_pipeline
-from kpipe.tasks import run_pipeline
+from kpipe.tasks.named_pipelines import load_pipeline
+from kpipe.tasks.runner import run_pipeline
 from tests.helpers import kpipe, kpipe_in_process, served_in_thread
 
 pytestmark = pytest.mark.slow
@@ -53,7 +53,7 @@ def test_report_has_every_forecaster_and_the_plots(exported):
 def test_savedmodel_takes_raw_units_and_matches_the_keras_model(exported):
     import keras
 
-    import kpipe.models.rnn_forecaster  # noqa: F401  (registers TargetSlice for model.keras)
+    import kpipe.families.rnn_forecaster.model  # noqa: F401  (registers TargetSlice for model.keras)
     _, export = exported
     spec = json.loads((export / "features.json").read_text())
     from pmdarima.datasets import load_taylor
@@ -143,7 +143,7 @@ def test_refit_trains_a_fresh_model_on_training_and_validation_windows(tmp_path)
     from pmdarima.datasets import load_taylor
     from sklearn.linear_model import Ridge
 
-    import kpipe.models.rnn_forecaster  # noqa: F401  (registers TargetSlice for model.keras)
+    import kpipe.families.rnn_forecaster.model  # noqa: F401  (registers TargetSlice for model.keras)
     result = run_pipeline(load_pipeline("electricity-seasonal-ar", [  # in-process: the fixture runs the command
         *QUICK[1::2], "training.epochs=3", "training.refit_with_validation=true", "evaluation.baseline=false",
         f'export.dir="{tmp_path / "saved_models"}"']))

@@ -11,8 +11,9 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from kpipe.tasks.classifier_members import Member
-from kpipe.tasks.classify import ClassifierServing, ensemble_weights
+from kpipe.tasks.classify.members import Member
+from kpipe.tasks.classify.serving import ClassifierServing
+from kpipe.tasks.classify.ensemble import ensemble_weights
 from tests.helpers import synthetic_reviews
 
 
@@ -171,11 +172,13 @@ def test_each_member_reads_batches_of_its_own_training_tables_size(tmp_path, mon
     """A member trained with a table of its own (model.ngrams_training, model.recurrent_training, or [training]
     for the sequence member) is fed batches of that table's size, for every family (training itself is
     replaced by building the model: the batches are what is checked)."""
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
     from kpipe.config.training import TrainingConfig
     from kpipe.datasets.text_classification import load_text_classification
-    from kpipe.models.configs import BagOfNgramsConfig, PretrainedClassifierConfig, RNNClassifierConfig
-    from kpipe.tasks.classifier_members import train_member
+    from kpipe.families.bag_of_ngrams.config import BagOfNgramsConfig
+    from kpipe.families.pretrained_classifier.config import PretrainedClassifierConfig
+    from kpipe.families.rnn_classifier.config import RNNClassifierConfig
+    from kpipe.tasks.classify.members import train_member
     from kpipe.training.run import Run
     from tests.helpers import write_keras_hub_preset
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from kpipe.config.pipelines import load_pipeline
+from kpipe.tasks.named_pipelines import load_pipeline
 
-from kpipe.tasks import run_pipeline
+from kpipe.tasks.runner import run_pipeline
 
 pytestmark = pytest.mark.slow
 

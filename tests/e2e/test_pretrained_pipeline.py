@@ -55,7 +55,8 @@ def test_the_export_gives_the_in_process_models_probabilities_and_embeddings(tra
     import keras_hub  # noqa: F401  (registers the backbone for model.keras)
 
     import kpipe
-    from kpipe.pretrained import classifier, inputs, presets
+    from kpipe.families.pretrained_classifier import model as classifier
+    from kpipe.pretrained import inputs, presets
 
     folder, _ = trained
     export = folder / "saved_models" / "sentiment-minilm" / "1"

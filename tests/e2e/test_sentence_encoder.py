@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from kpipe.config.pipelines import load_pipeline
-from kpipe.tasks import run_pipeline
+from kpipe.tasks.named_pipelines import load_pipeline
+from kpipe.tasks.runner import run_pipeline
 from tests.helpers import served_in_thread, write_hugging_face_checkpoint
 
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from kpipe.config.pipelines import load_pipeline
-from kpipe.tasks import run_pipeline
+from kpipe.tasks.named_pipelines import load_pipeline
+from kpipe.tasks.runner import run_pipeline
 from tests.helpers import served, served_in_thread, wait_for
 
 pytestmark = pytest.mark.slow

@@ -99,7 +99,7 @@ def test_served_pairs_answer_as_the_savedmodel_and_one_text_is_a_400(folder):
 def test_a_siamese_recurrent_model_exports_what_it_computes(folder, monkeypatch):
     import kpipe
     from kpipe.preprocessing.text import encode_texts, make_vectorizer
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
 
     monkeypatch.chdir(folder)
     tiny = ["--set", "training.epochs=1", "--set", "model.units=[8]", "--set", "model.embedding_dim=8",

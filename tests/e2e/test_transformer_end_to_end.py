@@ -11,7 +11,8 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the WordPiece ops for the plain tf.saved_model.load calls below)
 
 from kpipe.cli.commands import main
-from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary
+from kpipe.preprocessing.configs import TextPreprocessingConfig
+from kpipe.preprocessing.text import fit_vocabulary
 from tests.helpers import kpipe, kpipe_in_process, served_in_thread
 
 pytestmark = pytest.mark.slow

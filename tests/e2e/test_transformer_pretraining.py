@@ -9,10 +9,10 @@ import pytest
 from kpipe.cli.commands import main
 from kpipe.datasets.text_classification import TextExamples, TextSplits
 from kpipe.errors import DataError
-from kpipe.models.transformer_classifier import TransformerClassifierConfig
-from kpipe.config.pipelines import load_pipeline
-from kpipe.tasks import run_pipeline
-from kpipe.tasks.classifier_members import pretraining_texts
+from kpipe.families.transformer_classifier.config import TransformerClassifierConfig
+from kpipe.tasks.named_pipelines import load_pipeline
+from kpipe.tasks.runner import run_pipeline
+from kpipe.tasks.classify.members import pretraining_texts
 
 SMALL = ["data.limit=600", "training.epochs=1", "preprocessing.vocabulary_size=500", "model.hidden_dim=16",
          "model.intermediate_dim=32", "model.num_layers=1", "model.num_heads=2"]
@@ -70,15 +70,17 @@ def test_pretraining_on_a_text_file_then_fine_tuning_reports_both(tmp_path):
     assert (result.export_dir / "masked_lm_curves.png").stat().st_size > 10_000  # the pretraining curves, plotted
 
 
+@pytest.mark.slow
 def test_masked_token_accuracy_counts_masked_positions_only(tmp_path):
     # Every text repeats one word, so the masked-LM can learn to predict every masked token. Texts
     # of 1-4 sub-words leave most of the 3 mask slots (ceil(16 x 0.15)) as padding: were those
     # counted, the accuracy could not pass 0.6.
 
-    from kpipe.config.pipelines import load_pipeline
-    from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary, make_vectorizer
+    from kpipe.tasks.named_pipelines import load_pipeline
+    from kpipe.preprocessing.configs import TextPreprocessingConfig
+    from kpipe.preprocessing.text import fit_vocabulary, make_vectorizer
     from kpipe.training.run import Run
-    from kpipe.tasks.classifier_members import pretrain_encoder
+    from kpipe.tasks.classify.members import pretrain_encoder
 
     pre = TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=30, sequence_length=16)
     texts = np.array([" ".join(["crew"] * n) for n in (1, 2, 3, 4)] * 64, dtype=object)

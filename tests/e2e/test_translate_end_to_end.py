@@ -29,7 +29,7 @@ def test_keeps_the_epoch_that_decodes_the_validation_split_best(exported):
     """g2p-attention watches val_word_error_rate: every epoch's figure is in the history, and the export
     decodes the validation sources with exactly the best of them (its weights are that epoch's)."""
     from kpipe.datasets.pairs import load_pairs
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
     from kpipe.evaluation.sequence_metrics import error_rates
 
     folder, export = exported
@@ -125,6 +125,6 @@ def test_cli_translate_a_table_to_a_file(exported, monkeypatch, capsys):
                  "spoken.tsv"]) == 0
     result = pd.read_csv(folder / "spoken.tsv", sep="\t")
     assert list(result.columns) == ["word", "n", "output"]
-    from kpipe.tasks.translate import translate_texts
+    from kpipe.tasks.translate.predict import translate_texts
 
     assert list(result["output"]) == translate_texts(export, ["abc", "hgfe"])

@@ -28,10 +28,11 @@ def test_ensemble_keeps_the_members_that_decode_the_validation_split_best(ensemb
     """Each member has its own seed and history; the run keeps the k best (k chosen on validation), and the
     export, and its members reloaded from their .keras files and decoding together, give exactly that WER."""
     from kpipe.datasets.pairs import load_pairs
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
     from kpipe.preprocessing.token_pairs import TokenTable
     from kpipe.evaluation.sequence_metrics import error_rates
-    from kpipe.tasks.translate import TRANSLATOR_FILE, Translator, load_members, translate_batches
+    from kpipe.tasks.translate import TRANSLATOR_FILE
+    from kpipe.tasks.translate.serving import Translator, load_members, translate_batches
 
     folder, export = ensemble_exported
     metrics = json.loads((export / "metrics.json").read_text())
@@ -71,9 +72,9 @@ def test_an_ensemble_run_killed_in_its_second_member_resumes_to_the_same_ensembl
     """Members train one after the other, each resumable: a kill during member 2 loses neither member 1
     nor member 2's finished epochs, and the rerun ends as the uninterrupted run (the fixture's): the same
     histories, choice of members and test WER."""
-    from kpipe.config.pipelines import load_pipeline
-    from kpipe.tasks import run_pipeline
-    from kpipe.tasks.translate import ValidationDecoding
+    from kpipe.tasks.named_pipelines import load_pipeline
+    from kpipe.tasks.runner import run_pipeline
+    from kpipe.tasks.translate.validation import ValidationDecoding
 
     folder, export = ensemble_exported
     reference = json.loads((export / "metrics.json").read_text())

@@ -26,7 +26,7 @@ def exported(tmp_path_factory):
 def test_both_text_formats_hold_the_trained_target_table(exported):
     import keras
 
-    import kpipe.models.word2vec  # noqa: F401  (registers the loss saved in model.keras)
+    import kpipe.families.word2vec.model  # noqa: F401  (registers the loss saved in model.keras)
     _, export = exported
     glove_format = load_word_vectors(str(export / "vectors.txt"))
     word2vec_format = load_word_vectors(str(export / "vectors.w2v.txt"))

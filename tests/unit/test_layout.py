@@ -13,11 +13,12 @@ ROOT = PACKAGE.parent
 # Lowest first. A module may import modules of its own layer or of a lower one.
 LAYERS = [
     ("kpipe.errors", "kpipe.tokens", "kpipe.dependencies", "kpipe.cache", "kpipe.redact"),
-    ("kpipe.config.strict", "kpipe.config.training"),
+    ("kpipe.config",),  # strict parsing, the training and pipeline config shapes, TF_CONFIG: no task knowledge
     ("kpipe.datasets",),
     ("kpipe.preprocessing",),
-    ("kpipe.models", "kpipe.pretrained"),
-    ("kpipe.config",),  # the registries: they name the config classes of datasets, preprocessing and models
+    ("kpipe.pretrained", "kpipe.layers"),
+    ("kpipe.families",),
+    ("kpipe.tasks.registry", "kpipe.tasks.named_pipelines"),  # the task registry names the families' configs
     ("kpipe.evaluation", "kpipe.forecasting"),
     ("kpipe.exports",),
     ("kpipe.training",),
@@ -81,3 +82,31 @@ def test_pyproject_ships_every_package():
     on_disk = {".".join(("kpipe", *p.parent.relative_to(PACKAGE).parts)).rstrip(".")
                for p in PACKAGE.rglob("__init__.py")} | {"kpipe._pipelines"}
     assert listed == on_disk, (sorted(on_disk - listed), sorted(listed - on_disk))
+
+
+def test_no_module_is_over_400_lines():
+    long = [f"{name}: {len(path.read_text(encoding='utf-8').splitlines())} lines" for name, path in modules()
+            if len(path.read_text(encoding="utf-8").splitlines()) > 400]
+    assert not long, long
+
+
+def test_each_public_name_of_the_top_level_is_defined_where_it_is_looked_up():
+    """One import path per public name: `kpipe.X` is a lazy alias of the module that defines X, never of a
+    module that merely re-exports it."""
+    import importlib
+
+    elsewhere = []
+    for name, module in kpipe._EXPORTS.items():
+        value = getattr(importlib.import_module(module), name)
+        if getattr(value, "__module__", module) != module:
+            elsewhere.append(f"{name}: looked up in {module}, defined in {value.__module__}")
+    assert not elsewhere, elsewhere
+
+
+def test_no_module_re_exports_a_name_it_does_not_use():
+    """`# noqa: F401` on a kpipe import meant a second import path for a name; only imports for their side
+    effects (tensorflow_text registering its ops, TensorFlow loaded early) may carry it."""
+    flagged = [f"{name}: {line.strip()}" for name, path in modules()
+               for line in path.read_text(encoding="utf-8").splitlines()
+               if "noqa: F401" in line and line.lstrip().startswith("from kpipe")]
+    assert not flagged, flagged

@@ -22,19 +22,19 @@ def test_a_bad_override_is_reported_before_tensorflow_loads():
         "try:\n    main(['run', 'sentiment-bilstm', '--set', 'training.epoch=1'])\n"
         "except SystemExit:\n    pass\n")
     assert "tensorflow" not in loaded and "keras" not in loaded
-    assert "kpipe.config.tasks" in loaded  # the config was parsed
+    assert "kpipe.tasks.registry" in loaded  # the config was parsed
 
 
 def test_every_pipeline_config_parses_without_tensorflow():
-    loaded = modules_after("from kpipe.config.pipelines import list_pipelines\nassert len(list_pipelines()) >= 11")
+    loaded = modules_after("from kpipe.tasks.named_pipelines import list_pipelines\nassert len(list_pipelines()) >= 11")
     assert "tensorflow" not in loaded and "keras" not in loaded
 
 
-def test_preprocessing_takes_reserved_ids_from_kpipe_tokens_not_from_models():
+def test_preprocessing_takes_reserved_ids_from_kpipe_tokens_not_from_model_families():
     loaded = modules_after("import kpipe.preprocessing.token_pairs, kpipe.preprocessing.masked_lm, "
                            "kpipe.preprocessing.text")
-    assert not any(name.startswith("kpipe.models.") for name in loaded), sorted(
-        name for name in loaded if name.startswith("kpipe.models"))
+    assert not any(name.startswith("kpipe.families.") for name in loaded), sorted(
+        name for name in loaded if name.startswith("kpipe.families"))
 
 
 def test_every_embedded_dataset_has_a_licence_and_a_reader():
@@ -58,7 +58,7 @@ def test_importing_a_task_changes_nothing_outside_it():
     """Importing kpipe.tasks.classify used to set TF_XLA_FLAGS, and kpipe.tasks.translate to filter TensorFlow's
     logger: a library import must not (running a pipeline or loading an export does what it needs)."""
     code = ("import os, logging\nos.environ.pop('TF_XLA_FLAGS', None)\n"
-            "import kpipe.tasks.classify, kpipe.tasks.translate\nimport tensorflow as tf\n"
+            "import kpipe.tasks.classify.run, kpipe.tasks.translate.run\nimport tensorflow as tf\n"
             "print(repr(os.environ.get('TF_XLA_FLAGS')), len(tf.get_logger().filters))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]

@@ -14,6 +14,8 @@ import pytest
 from kpipe.cli.commands import main
 from tests.helpers import finish, free_ports, kpipe_reporting_tensorflow, start_workers, tf_config_env
 
+pytestmark = pytest.mark.slow  # real worker processes: tens of seconds each
+
 WORKER = Path(__file__).with_name("worker.py")
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from tests.helpers import finish, free_ports, kpipe_reporting_tensorflow, start_workers, tf_config_env
 
+pytestmark = pytest.mark.slow  # real worker processes: tens of seconds each
+
 
 def test_a_worker_that_dies_makes_the_other_fail_within_a_bounded_time(tmp_path):
     command = [sys.executable, "-m", "kpipe", "run", "sentiment-bilstm", "--strategy", "multi_worker",

@@ -11,7 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from kpipe.training.loop import TrainingConfig, make_strategy, train_model
+from kpipe.config.training import TrainingConfig
+from kpipe.training.loop import make_strategy, train_model
 
 strategy = make_strategy("auto")  # first, before TensorFlow runs anything
 

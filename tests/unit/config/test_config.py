@@ -4,8 +4,8 @@ import pytest
 
 from kpipe.config.strict import apply_overrides, dumps_toml, from_dict, parse_override, to_dict
 from kpipe.errors import ConfigError
-from kpipe.training.loop import TrainingConfig
-from kpipe.models.rnn_classifier import RNNClassifierConfig
+from kpipe.config.training import TrainingConfig
+from kpipe.families.rnn_classifier.config import RNNClassifierConfig
 
 
 def test_from_dict_builds_dataclass_and_converts_lists_to_tuples():
@@ -92,8 +92,8 @@ def test_toml_round_trip_of_a_dataclass():
 def test_a_config_with_nested_sections_round_trips_through_toml():
     import tomllib
 
-    from kpipe.config.pipeline import parse_pipeline_config
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.registry import parse_pipeline_config
+    from kpipe.tasks.named_pipelines import load_pipeline
 
     config = load_pipeline("imdb-ensemble", ["model.ngrams.max_features=1234", "model.sequence.units=[8, 4]"])
     text = config.to_toml()
@@ -102,7 +102,7 @@ def test_a_config_with_nested_sections_round_trips_through_toml():
 
 
 def test_an_ensembles_ngram_member_trains_its_own_way_only_within_the_runs_strategy():
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
     from kpipe.config.training import TrainingConfig
     from kpipe.errors import ConfigError
 
@@ -119,9 +119,10 @@ def test_an_ensembles_ngram_member_trains_its_own_way_only_within_the_runs_strat
 
 
 def test_an_ensembles_sequence_member_is_chosen_by_its_family():
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
     from kpipe.errors import ConfigError
-    from kpipe.models.configs import PretrainedClassifierConfig, RNNClassifierConfig
+    from kpipe.families.pretrained_classifier.config import PretrainedClassifierConfig
+    from kpipe.families.rnn_classifier.config import RNNClassifierConfig
 
     assert isinstance(load_pipeline("sentiment-ensemble").model.sequence, RNNClassifierConfig)
     config = load_pipeline("sentiment-ensemble", ['model.sequence = {family = "pretrained_classifier", '
@@ -138,7 +139,7 @@ def test_an_ensembles_sequence_member_is_chosen_by_its_family():
 def test_nan_is_out_of_every_range(key):
     import math
 
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
 
     section = "training" if key == "learning_rate" else "data"
     with pytest.raises(ConfigError, match=rf"`{key}` must be a number, not NaN"):
@@ -153,8 +154,8 @@ def test_a_multi_line_description_and_quotes_round_trip_through_the_written_toml
     kpipe compare broke on such a description."""
     import tomllib
 
-    from kpipe.config.pipeline import parse_pipeline_config
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.registry import parse_pipeline_config
+    from kpipe.tasks.named_pipelines import load_pipeline
 
     config = load_pipeline("sentiment-bilstm", ['description="""two\nlines with "quotes" and \\ a backslash"""'])
     assert "\n" in config.description

@@ -1,7 +1,7 @@
 import pytest
 
 from kpipe.errors import ConfigError
-from kpipe.config.pipelines import list_pipelines, load_pipeline, registry
+from kpipe.tasks.named_pipelines import list_pipelines, load_pipeline, registry
 
 
 def test_bundled_pipelines_are_registered_and_valid():
@@ -66,9 +66,9 @@ def test_resolved_config_round_trips_through_toml(tmp_path):
 
 @pytest.mark.parametrize("old, new", [("electricity-lstm", "electricity-seasonal-ar"), ("weather-gru", "weather-ar")])
 def test_a_renamed_pipeline_runs_under_its_old_name_with_one_warning(caplog, old, new):
-    from kpipe.config.pipelines import RENAMED, load_pipeline
+    from kpipe.tasks.named_pipelines import RENAMED, load_pipeline
 
-    with caplog.at_level("WARNING", logger="kpipe.config.pipelines"):
+    with caplog.at_level("WARNING", logger="kpipe.tasks.named_pipelines"):
         config = load_pipeline(old)
     assert config.name == new == RENAMED[old][0]
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == [f"Pipeline '{old}' is now '{new}'"]

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kpipe.config.pipelines import load_pipeline
+from kpipe.tasks.named_pipelines import load_pipeline
 from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
 from kpipe.errors import ConfigError, DataError
 

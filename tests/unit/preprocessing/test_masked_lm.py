@@ -3,7 +3,8 @@
 import numpy as np
 
 from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
-from kpipe.preprocessing.text import TextPreprocessingConfig, encode_texts, fit_vocabulary, make_vectorizer
+from kpipe.preprocessing.configs import TextPreprocessingConfig
+from kpipe.preprocessing.text import encode_texts, fit_vocabulary, make_vectorizer
 
 
 def test_targets_are_the_original_tokens_at_the_masked_positions():

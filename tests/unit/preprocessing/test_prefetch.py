@@ -7,7 +7,8 @@ import numpy as np
 import tensorflow as tf
 
 from kpipe.preprocessing.prefetch import prefetched
-from kpipe.preprocessing.text import TextPreprocessingConfig, fit_vocabulary, make_text_dataset, make_vectorizer
+from kpipe.preprocessing.configs import TextPreprocessingConfig
+from kpipe.preprocessing.text import fit_vocabulary, make_text_dataset, make_vectorizer
 
 KPIPE = Path(__file__).resolve().parents[3] / "kpipe"
 

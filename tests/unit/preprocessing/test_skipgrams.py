@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from kpipe.errors import DataError
-from kpipe.preprocessing.skipgrams import (SkipGramConfig, build_corpus, keep_probabilities, make_skipgram_dataset,
-                                           noise_distribution, skipgram_pairs, tokenize)
+from kpipe.preprocessing.configs import SkipGramConfig
+from kpipe.preprocessing.skipgrams import build_corpus, keep_probabilities, make_skipgram_dataset, noise_distribution, skipgram_pairs, tokenize
 
 LINES = ["In the beginning God created the heavens and the earth.", "The earth was formless and empty.",
          "God's Spirit was hovering over the waters."]

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kpipe.preprocessing.text import (TextPreprocessingConfig, bucket_boundaries, encode_texts, fit_vocabulary,
-                                      make_text_dataset, make_vectorizer, token_lengths)
+from kpipe.preprocessing.configs import TextPreprocessingConfig
+from kpipe.preprocessing.text import bucket_boundaries, encode_texts, fit_vocabulary, make_text_dataset, make_vectorizer, token_lengths
 
 TEXTS = np.array(["a b c d e f", "a b", "", "c c c", "b a d", "f!"], dtype=object)
 

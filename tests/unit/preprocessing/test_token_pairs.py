@@ -1,11 +1,12 @@
 """Tokens and ids for seq2seq pairs: unknowns, truncation, padding, and joining outputs back."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
-from kpipe.models.seq2seq import END, START, UNKNOWN
-from kpipe.preprocessing.token_pairs import (PairPreprocessingConfig, TokenTable, fit_tokens, make_pair_dataset,
-                                             pad_batch, source_ids, target_ids)
+from kpipe.families.seq2seq_attention.model import END, START, UNKNOWN
+from kpipe.preprocessing.configs import PairPreprocessingConfig
+from kpipe.preprocessing.token_pairs import TokenTable, fit_tokens, make_pair_dataset, pad_batch, source_ids, target_ids
 
 PRE = PairPreprocessingConfig(source_tokens="char", target_tokens="word", max_source_length=4, max_target_length=3)
 

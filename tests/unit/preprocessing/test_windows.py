@@ -3,7 +3,8 @@ import pytest
 
 from kpipe.datasets.time_series import TimeSeries
 from kpipe.errors import DataError
-from kpipe.preprocessing.windows import Scaler, WindowConfig, make_window_dataset, split_origins, window_arrays
+from kpipe.preprocessing.windows import Scaler, make_window_dataset, split_origins, window_arrays
+from kpipe.preprocessing.configs import WindowConfig
 
 
 def series(n=60, features=2):

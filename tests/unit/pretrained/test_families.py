@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kpipe.models.configs import PretrainedClassifierConfig, SentenceEncoderConfig
+from kpipe.families.pretrained_classifier.config import PretrainedClassifierConfig
+from kpipe.families.sentence_encoder.config import SentenceEncoderConfig
 from kpipe.pretrained import inputs, presets
-from kpipe.pretrained.classifier import build_pretrained_classifier
-from kpipe.pretrained.encoder import build_sentence_encoder
+from kpipe.families.pretrained_classifier.model import build_pretrained_classifier
+from kpipe.families.sentence_encoder.model import build_sentence_encoder
 from tests.helpers import (write_deberta_v3_preset, write_distil_bert_preset, write_electra_preset,
                            write_keras_hub_preset, write_roberta_preset)
 
@@ -23,6 +24,7 @@ TEXTS = ["good movie", "bad crew delay", "the flight was good good good", ""]
     (write_electra_preset, "ElectraBackbone", {"token_ids", "segment_ids", "padding_mask"}),
     (write_deberta_v3_preset, "DebertaV3Backbone", {"token_ids", "padding_mask"}),
 ])
+@pytest.mark.slow
 def test_a_family_embeds_as_numpy_says_and_its_classifier_trains(tmp_path, write, backbone_class, inputs_expected):
     folder = str(tmp_path / "preset")
     original = write(tmp_path / "preset", seed=1)

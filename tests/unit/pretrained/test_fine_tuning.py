@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from kpipe.config.training import TrainingConfig
-from kpipe.models.configs import PretrainedClassifierConfig
-from kpipe.pretrained import classifier, inputs, presets
+from kpipe.families.pretrained_classifier.config import PretrainedClassifierConfig
+from kpipe.families.pretrained_classifier import model as classifier
+from kpipe.pretrained import inputs, presets
 from kpipe.training.loop import FineTuneSchedule, make_strategy, train_model
 from tests.helpers import synthetic_reviews, write_keras_hub_preset
 

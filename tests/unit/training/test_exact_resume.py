@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kpipe.training.loop import FineTuneSchedule, TrainingConfig, make_strategy, train_model
+from kpipe.training.loop import FineTuneSchedule, make_strategy, train_model
+from kpipe.config.training import TrainingConfig
 from tests.helpers import kill_after  # stands in for a kill after an epoch's checkpoint
 
 
@@ -94,9 +95,11 @@ def test_resume_in_either_phase_of_fine_tuning(tmp_path, fine_tune_reference, cr
 # === word2vec: a fresh draw of pairs each epoch, sparse SGD with a decaying rate ===
 
 def train_word2vec(work_dir, crash_after=None):
-    from kpipe.models.word2vec import Word2VecConfig, build_skipgram
-    from kpipe.models.word2vec_sgd import SparseSGDTrainer
-    from kpipe.preprocessing.skipgrams import SkipGramConfig, build_corpus, make_skipgram_dataset
+    from kpipe.families.word2vec.config import Word2VecConfig
+    from kpipe.families.word2vec.model import build_skipgram
+    from kpipe.families.word2vec.sparse_sgd import SparseSGDTrainer
+    from kpipe.preprocessing.configs import SkipGramConfig
+    from kpipe.preprocessing.skipgrams import build_corpus, make_skipgram_dataset
 
     lines = ["the cat sat on the mat", "the dog sat on the log", "a cat and a dog", "the mat and the log"] * 30
     pre = SkipGramConfig(min_count=1, negatives=3, negatives_shared_by=4, subsample=0.05)

@@ -4,7 +4,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.training.resume import checkpoints
-from kpipe.training.loop import FineTuneSchedule, TrainingConfig, make_strategy, train_model
+from kpipe.training.loop import FineTuneSchedule, make_strategy, train_model
+from kpipe.config.training import TrainingConfig
 from tests.helpers import kill_after
 
 
@@ -141,7 +142,8 @@ def test_two_phase_schedule_resumes_after_a_kill(tmp_path, crash_after):
 # === Precision and replicas ===
 
 def test_mixed_bfloat16_computes_in_16_bits_keeps_float32_weights_and_outputs(tmp_path):
-    from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
+    from kpipe.families.rnn_classifier.config import RNNClassifierConfig
+    from kpipe.families.rnn_classifier.model import build_rnn_classifier
 
     config = TrainingConfig(epochs=1, precision="mixed_bfloat16", early_stopping_patience=0)
     build_classifier = lambda: build_rnn_classifier(RNNClassifierConfig(vocabulary_size=10, units=(4,)))  # noqa: E731
@@ -156,6 +158,7 @@ def test_mixed_bfloat16_computes_in_16_bits_keeps_float32_weights_and_outputs(tm
     assert keras.config.dtype_policy().name == "float32"  # the global policy is restored afterwards
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_runs_two_replicas_on_two_logical_cpus(tmp_path):
     import subprocess
     import sys
@@ -214,7 +217,7 @@ def test_early_stopping_keeps_the_epoch_best_by_its_monitor(tmp_path, monitor, k
 
 def test_a_monitor_the_task_does_not_log_is_a_config_error():
     from kpipe.errors import ConfigError
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
 
     with pytest.raises(ConfigError, match="early_stopping_monitor='val_word_error_rate' is logged by translate "
                                           "pipelines only, not classify; use 'val_loss'"):
@@ -268,7 +271,7 @@ def test_a_first_batch_that_does_not_divide_among_replicas_is_split_keeping_ever
 
 def test_refit_with_validation_is_a_config_error_outside_forecasting():
     from kpipe.errors import ConfigError
-    from kpipe.config.pipelines import load_pipeline
+    from kpipe.tasks.named_pipelines import load_pipeline
 
     with pytest.raises(ConfigError, match="training.refit_with_validation is for forecast pipelines, not classify"):
         load_pipeline("sentiment-bilstm", ["training.refit_with_validation=true"])

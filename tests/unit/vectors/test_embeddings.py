@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from kpipe.cli.commands import main
-from kpipe.vectors.word_vectors import (WordVectors, align_to_vocabulary, classifier_word_vectors, load_word_vectors,
-                              parse_word_vectors, write_glove_text)
+from kpipe.vectors.alignment import align_to_vocabulary
+from kpipe.vectors.word_vectors import (WordVectors, classifier_word_vectors, load_word_vectors, parse_word_vectors,
+                                        write_glove_text)
 from kpipe.errors import DataError, KpipeError
 
 GLOVE = "the 0.1 0.2 0.3\ncat 1.0 0.0 0.0\nDog 0.0 1.0 0.0\nkitten 0.9 0.1 0.0\n"
@@ -117,7 +118,8 @@ def test_missing_words_start_at_the_pretrained_scale(glove6b):
 
 
 def test_learned_embedding_of_an_exported_classifier(tmp_path):
-    from kpipe.models.rnn_classifier import RNNClassifierConfig, build_rnn_classifier
+    from kpipe.families.rnn_classifier.config import RNNClassifierConfig
+    from kpipe.families.rnn_classifier.model import build_rnn_classifier
 
     model = build_rnn_classifier(RNNClassifierConfig(vocabulary_size=5, embedding_dim=4, units=(2,)))
     model.save(tmp_path / "model.keras")

@@ -62,6 +62,7 @@ def vectors_file(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_map_command_writes_png_and_csv_and_names_unknown_words_in_one_line(vectors_file, tmp_path):
     groups = tmp_path / "groups.tsv"
     groups.write_text("apple\tfruit\npear\tfruit\ncar\tvehicle\nbus\tvehicle\n")

@@ -1,0 +1,202 @@
+"""The commands that answer with an export: predict, translate, embed, similar, forecast, generate. Each reads
+its inputs (arguments, a file or stdin), checks what it can before TensorFlow loads, and calls the task's
+`predict` module.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from kpipe.cli.commands import import_tensorflow_quietly
+from kpipe.errors import KpipeError
+
+SENTENCE_ENCODERS = ("classify", "embed")  # the tasks whose exports can have an `embed` signature
+
+def _read_lines(stream_bytes: bytes, source: str) -> list[str]:
+    try:
+        text = stream_bytes.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = stream_bytes[:error.start].count(b"\n") + 1
+        raise KpipeError(f"{source} is not valid UTF-8 (line {line}, byte 0x{stream_bytes[error.start]:02x}); "
+                         "re-save it as UTF-8") from None
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _existing_file(option: str, path: str) -> Path:
+    """The file an option names; one clear error if it is missing."""
+    if not Path(path).is_file():
+        raise KpipeError(f"{option} not found: {path}")
+    return Path(path)
+
+
+def file_lines(option: str, path: str) -> list[str]:
+    """The non-blank lines of the file an option names (UTF-8); one clear error if it is missing."""
+    return _read_lines(_existing_file(option, path).read_bytes(), path)
+
+
+def _input_texts(args, verb: str) -> list[str]:
+    """Texts from the arguments, then --file, else standard input (one per line)."""
+    texts = list(getattr(args, "texts", []))  # `similar` takes its sentences from --file or stdin only
+    if args.file:
+        texts += file_lines("--file", args.file)
+    if not texts and not sys.stdin.isatty():
+        texts = _read_lines(sys.stdin.buffer.read(), "standard input")
+    if not texts:
+        raise KpipeError(f"nothing to {verb}: pass texts as arguments, --file FILE, or lines on standard input")
+    return texts
+
+
+def _texts_and_output(args, verb: str):
+    """(TextTable of the texts to answer, --output path or None), checked before any model loads.
+
+    A --file named like a table (.csv, .tsv, .parquet, .jsonl) is read by --column; any other file,
+    the arguments or standard input give one text per line.
+    """
+    from kpipe.cli import batch_predict
+    from kpipe.datasets.files import is_table
+
+    output = batch_predict.check_output(args.output, args.file) if args.output else None
+    pairs, pair_column = getattr(args, "pair", None), getattr(args, "pair_column", None)
+    if pairs:
+        if getattr(args, "texts", None) or args.file:
+            raise KpipeError("give pairs with --pair FIRST SECOND or texts (arguments, --file), not both")
+        return batch_predict.pair_table([tuple(pair) for pair in pairs]), output
+    if args.file and is_table(Path(args.file)):
+        _existing_file("--file", args.file)
+        if getattr(args, "texts", None):
+            raise KpipeError(f"give texts as arguments or in --file {args.file}, not both")
+        return batch_predict.read_texts(args.file, args.column, pair_column=pair_column), output
+    if pair_column:
+        raise KpipeError(f"--pair-column needs a table file (.csv, .tsv, .parquet, .jsonl) with both texts; "
+                         f"{args.file or 'the input'} is read as one text per line")
+    if args.column:
+        raise KpipeError(f"--column needs a table file (.csv, .tsv, .parquet, .jsonl); {args.file or 'the input'} "
+                         "is read as one text per line")
+    return batch_predict.read_texts(None, None, lines=_input_texts(args, verb)), output
+
+
+def _write_answers(args, task: str, model_dir: Path, table, output: Path) -> int:
+    from kpipe.cli import batch_predict
+
+    rows = batch_predict.predict_file(task, model_dir, table, output, progress=sys.stderr.isatty() and not args.quiet)
+    print(f"Wrote {rows} row{'s' if rows != 1 else ''} to {output}")
+    return 0
+
+
+def export_of(args, task: str | tuple[str, ...], command: str, signature: str = "") -> Path:
+    """The export folder the command was given, checked against its manifest before TensorFlow loads."""
+    from kpipe.exports.open import open_export
+
+    model_dir = open_export(args.model, task=task, command=command, export_dir=args.export_dir, signature=signature,
+                            load="nothing").path
+    import_tensorflow_quietly()
+    return model_dir
+
+
+def cmd_translate(args) -> int:
+    table, output = _texts_and_output(args, "translate")
+    model_dir = export_of(args, "translate", "kpipe translate")  # fails fast, before TensorFlow loads
+    if output:
+        return _write_answers(args, "translate", model_dir, table, output)
+    texts = table.texts
+    from kpipe.tasks.translate.predict import translate_texts
+
+    for text, output in zip(texts, translate_texts(model_dir, texts)):
+        print(json.dumps({"input": text, "output": output}, ensure_ascii=False) if args.json else f"{text}\t{output}")
+    return 0
+
+
+def cmd_embed(args) -> int:
+    table, output = _texts_and_output(args, "embed")
+    # fails fast, before TensorFlow loads
+    model_dir = export_of(args, SENTENCE_ENCODERS, "kpipe embed", signature="embed")
+    if output:
+        return _write_answers(args, "embed", model_dir, table, output)
+    texts = table.texts
+    from kpipe.vectors.sentence_embeddings import embed_texts
+
+    for text, vector in zip(texts, embed_texts(model_dir, texts)):
+        values = [round(float(v), 6) + 0.0 for v in vector]  # + 0.0: no "-0"
+        print(json.dumps({"text": text, "embedding": values}, ensure_ascii=False) if args.json
+              else text + "\t" + " ".join(f"{v:.6g}" for v in values))
+    return 0
+
+
+def cmd_similar(args) -> int:
+    # fails fast, before TensorFlow loads
+    model_dir = export_of(args, SENTENCE_ENCODERS, "kpipe similar", signature="embed")
+    sentences = _input_texts(args, "rank")
+    from kpipe.vectors.sentence_embeddings import most_similar
+
+    for score, sentence in most_similar(model_dir, args.query, sentences, k=args.k):
+        print(f"{score:.4f}\t{sentence}")
+    return 0
+
+
+def cmd_predict(args) -> int:
+    table, output = _texts_and_output(args, "predict")
+    model_dir = export_of(args, "classify", "kpipe predict")  # fails fast, before TensorFlow loads
+    _check_pairs_match(args.model, model_dir, table)
+    if output:
+        return _write_answers(args, "classify", model_dir, table, output)
+    texts = table.texts
+
+    from kpipe.tasks.classify.predict import predict_texts
+
+    for p in predict_texts(model_dir, texts, pairs=table.pairs):
+        if args.json:
+            print(json.dumps({"text": p.text, **({"text_pair": p.text_pair} if p.text_pair is not None else {}),
+                              "label": p.label, "probability": round(p.probability, 6),
+                              "probabilities": {k: round(v, 6) for k, v in p.probabilities.items()},
+                              **({"labels": list(p.labels)} if p.labels is not None else {})},
+                             ensure_ascii=False))
+        else:
+            print(f"{p.label}\t{p.probability:.4f}\t{p.text}" + (f"\t{p.text_pair}" if p.text_pair is not None else ""))
+    return 0
+
+
+def _check_pairs_match(name: str, model_dir: Path, table) -> None:
+    """A pair model given single texts, or a single-text model given pairs: one line saying what to give."""
+    from kpipe.exports import manifest
+
+    takes_pairs = "text_pair" in manifest.read(model_dir).get("signatures", {}).get("serve", {}).get("inputs", {})
+    if takes_pairs and table.pairs is None:
+        raise KpipeError(f"{name} classifies pairs of texts: give --pair FIRST SECOND (repeatable), or a table "
+                         "--file with --column and --pair-column")
+    if table.pairs is not None and not takes_pairs:
+        raise KpipeError(f"{name} classifies single texts, not pairs: give the texts without --pair/--pair-column")
+
+
+def cmd_forecast(args) -> int:
+    model_dir = export_of(args, "forecast", "kpipe forecast")  # fails fast, before TensorFlow loads
+    from kpipe.tasks.forecast.predict import forecast_file
+
+    result = forecast_file(model_dir, args.input)
+    if args.json:
+        def rounded(values):
+            return [round(float(v), 6) for v in values]
+
+        print(json.dumps({"target": result.target, "forecast": rounded(result.values),
+                          "times": [t.isoformat() for t in result.times] if result.times is not None else None,
+                          "intervals": {str(level): {"lower": rounded(lower), "upper": rounded(upper)}
+                                        for level, (lower, upper) in result.intervals.items()}}))
+        return 0
+    bounds = "".join(f"\tlower_{level}\tupper_{level}" for level in result.intervals)
+    print(f"step\t{'time' + chr(9) if result.times is not None else ''}{result.target}{bounds}")
+    for step, value in enumerate(result.values, start=1):
+        when = f"{result.times[step - 1]}\t" if result.times is not None else ""
+        limits = "".join(f"\t{lower[step - 1]:.6g}\t{upper[step - 1]:.6g}" for lower, upper in result.intervals.values())
+        print(f"{step}\t{when}{value:.6g}{limits}")
+    return 0
+
+
+def cmd_generate(args) -> int:
+    model_dir = export_of(args, "generate", "kpipe generate")  # fails fast, before TensorFlow loads
+    from kpipe.tasks.generate.predict import generate_names
+
+    names = generate_names(model_dir, prefix=args.prefix, count=args.count, temperature=args.temperature,
+                           category=args.category, top_k=args.top_k, seed=args.seed)
+    print(json.dumps(names, ensure_ascii=False) if args.json else "\n".join(names))
+    return 0

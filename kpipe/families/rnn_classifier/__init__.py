@@ -1,0 +1,1 @@
+"""The `rnn_classifier` model family: `config.py` (no TensorFlow) and `model.py` (the Keras builder)."""

@@ -1,0 +1,1 @@
+"""The `rnn_forecaster` model family: `config.py` (no TensorFlow) and `model.py` (the Keras builder)."""

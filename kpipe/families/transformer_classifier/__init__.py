@@ -1,0 +1,1 @@
+"""The `transformer_classifier` model family: `config.py` (no TensorFlow) and `model.py` (the Keras builder)."""

@@ -1,0 +1,40 @@
+"""The simple models every classifier is measured against, on the same split in the same run, and the table
+that shows them side by side.
+"""
+
+from __future__ import annotations
+
+from kpipe.datasets.text_classification import TextSplits
+from kpipe.evaluation import multi_label, tfidf_baseline
+from kpipe.evaluation.classification import classification_metrics
+from kpipe.evaluation.multi_label import multi_label_metrics
+
+
+def tfidf_baseline_metrics(splits: TextSplits) -> dict:
+    """The TF-IDF + logistic regression baseline on the same splits: its test metrics and settings."""
+    result = tfidf_baseline.fit_and_predict(splits.train.texts, splits.train.labels, splits.validation.texts,
+                                            splits.validation.labels, splits.test.texts)
+    scores = classification_metrics(splits.test.labels, result.predicted, splits.label_names)
+    return {**result.report(), "accuracy": scores["accuracy"], "macro_f1": scores["macro_f1"]}
+
+
+def one_vs_rest_metrics(splits: TextSplits, analyzer: str) -> dict:
+    """The one-vs-rest TF-IDF + logistic regression baseline on the same splits: its test metrics and settings."""
+    result = multi_label.one_vs_rest_baseline(splits.train.texts, splits.train.labels, splits.validation.texts,
+                                              splits.validation.labels, splits.test.texts, analyzer=analyzer)
+    scores = multi_label_metrics(splits.test.labels, result.predicted, splits.label_names)
+    return {**result.report(), **{k: scores[k] for k in ("micro_f1", "macro_f1", "subset_accuracy")}}
+
+
+def comparison_table(metrics: dict) -> str:
+    """The model beside the baseline (when there is one), as the run prints it."""
+    baseline_name = ("one-vs-rest tfidf + logistic" if "micro_f1" in metrics else "tfidf + logistic regression")
+    rows = [("model", metrics)] + ([(baseline_name, metrics["baseline"])] if metrics.get("baseline") else [])
+    if "micro_f1" in metrics:  # several labels per text
+        lines = [f"{'classifier':30s} {'micro F1':>9s} {'macro F1':>9s} {'subset acc':>10s}"]
+        lines += [f"{name:30s} {row['micro_f1']:9.4f} {row['macro_f1']:9.4f} {row['subset_accuracy']:10.4f}"
+                  for name, row in rows]
+        return "\n".join(lines)
+    lines = [f"{'classifier':30s} {'accuracy':>9s} {'macro F1':>9s}"]
+    lines += [f"{name:30s} {row['accuracy']:9.4f} {row['macro_f1']:9.4f}" for name, row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Sentence embeddings from a pretrained encoder: `run.py` (the linear probe), `serving.py` (the `embed` signature)."""

@@ -1,0 +1,229 @@
+"""The one registry of tasks, beside the tasks: each task's config section types, model families,
+cross-section rules, where its code lives, and the parser that reads a pipeline config with them. Nothing
+here imports TensorFlow, so a config is parsed and checked (and a mistake in it reported) in well under a
+second; the task's `run` module, which trains, is imported only when the task runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+from typing import Any, Callable, Mapping
+
+from kpipe.config.pipeline import NAME_PATTERN, EvaluationConfig, ExportConfig, PipelineConfig, RunResult
+from kpipe.config.strict import did_you_mean, from_dict
+from kpipe.config.training import EARLY_STOPPING_MONITORS, TrainingConfig
+from kpipe.datasets.corpus import CorpusDataConfig
+from kpipe.datasets.names import NamesDataConfig
+from kpipe.datasets.pairs import PairsDataConfig
+from kpipe.datasets.text_classification import TextClassificationDataConfig
+from kpipe.datasets.time_series import TimeSeriesDataConfig
+from kpipe.errors import ConfigError
+from kpipe.families.bag_of_ngrams.config import BagOfNgramsConfig
+from kpipe.families.char_rnn.config import CharGeneratorConfig
+from kpipe.families.char_transformer.config import CharTransformerConfig
+from kpipe.families.ensemble.config import EnsembleClassifierConfig
+from kpipe.families.pretrained_classifier.config import PretrainedClassifierConfig, pretrained_preset
+from kpipe.families.rnn_classifier.config import RNNClassifierConfig
+from kpipe.families.rnn_forecaster.config import RNNForecasterConfig
+from kpipe.families.sentence_encoder.config import SentenceEncoderConfig
+from kpipe.families.seq2seq_attention.config import Seq2SeqConfig
+from kpipe.families.transformer_classifier.config import TransformerClassifierConfig
+from kpipe.families.word2vec.config import Word2VecConfig
+from kpipe.preprocessing.configs import (
+    NamesPreprocessingConfig,
+    PairPreprocessingConfig,
+    SkipGramConfig,
+    TextPreprocessingConfig,
+    WindowConfig,
+)
+from kpipe.pretrained.presets import check_preset, naming
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """What a task needs: its config section types, its model families, and how to run it."""
+
+    name: str
+    data: type
+    preprocessing: type
+    models: Mapping[str, type]  # model.family -> config class
+    runner: str                 # "module:function" that trains, evaluates and exports
+    check: Callable[["PipelineConfig"], None] | None = None  # rules across sections; raises ConfigError
+    headline: tuple[str, ...] = ()  # the metrics.json entries (dotted paths) `kpipe compare` shows first
+
+    def run(self, config: "PipelineConfig") -> "RunResult":
+        module, function = self.runner.split(":")
+        return getattr(importlib.import_module(module), function)(config)
+
+
+# === Rules that span config sections ===
+
+def check_classify_config(config: "PipelineConfig") -> None:
+    model, prefix = config.model, "model."
+    if isinstance(model, EnsembleClassifierConfig):
+        for key in ("ngrams_training", "recurrent_training"):
+            own = getattr(model, key)
+            for run_key in ("strategy", "worker_timeout_s", "refit_with_validation"):
+                if own and getattr(own, run_key) != getattr(config.training, run_key):
+                    raise ConfigError(f"model.{key}.{run_key} differs from training.{run_key}; a run's strategy, "
+                                      f"worker timeout and refit are [training]'s: set it there only")
+        if model.recurrent:
+            check_recurrent_member(model.recurrent, (model.recurrent_training or config.training).epochs,
+                                   "model.recurrent.", "model.recurrent_training." if model.recurrent_training
+                                   else "training.")
+        model, prefix = model.sequence, "model.sequence."
+    if isinstance(model, BagOfNgramsConfig):
+        return
+    if isinstance(model, PretrainedClassifierConfig):
+        with naming(pretrained_preset(config.model)[1]):
+            check_preset(model.preset, config.preprocessing.sequence_length)
+        if model.backbone_training == "two_phase" and model.head_epochs >= config.training.epochs:
+            raise ConfigError(f"{prefix}head_epochs={model.head_epochs} leaves no epoch for fine-tuning the encoder "
+                              f"with training.epochs={config.training.epochs}; make head_epochs smaller than epochs")
+        return
+    if isinstance(model, TransformerClassifierConfig):
+        if config.preprocessing.tokenizer != "wordpiece":
+            log.info("A transformer on whole words: preprocessing.tokenizer = \"wordpiece\" usually does better")
+        return
+    check_recurrent_member(model, config.training.epochs, prefix)
+
+
+def check_recurrent_member(model: RNNClassifierConfig, epochs: int, prefix: str = "model.",
+                           training: str = "training.") -> None:
+    """A recurrent classifier's pretrained-vector settings against the epochs it trains for (`prefix` and
+    `training` name its tables in the messages)."""
+    if model.embedding_training == "two_phase":
+        if not model.pretrained_embeddings:
+            raise ConfigError(f'{prefix}embedding_training="two_phase" fine-tunes pretrained vectors, but '
+                              f'{prefix}pretrained_embeddings is empty; set it (e.g. "glove:6B.50d") or use '
+                              '"trainable"')
+        if model.frozen_epochs >= epochs:
+            raise ConfigError(f"{prefix}frozen_epochs={model.frozen_epochs} leaves no epoch for fine-tuning with "
+                              f"{training}epochs={epochs}; make frozen_epochs smaller than epochs")
+
+
+def check_embed_config(config: "PipelineConfig") -> None:
+    check_preset(config.model.preset, config.preprocessing.sequence_length)
+
+
+def check_forecast_config(config: "PipelineConfig") -> None:
+    problem = config.model.resolved(config.preprocessing).window_problem("model.", "preprocessing.")
+    if problem:
+        raise ConfigError(problem)
+    data: TimeSeriesDataConfig = config.data
+    if data.target_column and data.target_column in data.covariates:
+        raise ConfigError(f"data.target_column '{data.target_column}' is also listed in data.covariates; "
+                          "the target is always an input, so list only the other columns")
+
+
+def check_word2vec_config(config: "PipelineConfig") -> None:
+    if config.training.early_stopping_patience:
+        raise ConfigError("word2vec has no validation split to stop early on; set training.early_stopping_patience=0")
+    group = config.preprocessing.negatives_shared_by
+    if config.training.batch_size % group:
+        raise ConfigError(f"training.batch_size={config.training.batch_size} is not a multiple of "
+                          f"preprocessing.negatives_shared_by={group}; make it one (e.g. {group * 64})")
+    if config.model.sparse_updates:
+        if config.training.optimizer != "sgd":
+            raise ConfigError(f'model.sparse_updates trains by plain SGD, not training.optimizer='
+                              f'"{config.training.optimizer}"; set training.optimizer="sgd" (learning_rate is '
+                              'then the step per pair, e.g. 0.025) or model.sparse_updates=false')
+        if config.training.learning_rate_schedule != "constant":
+            raise ConfigError("model.sparse_updates decays the learning rate linearly itself; set "
+                              'training.learning_rate_schedule="constant"')
+
+
+def check_replicas(config: "PipelineConfig", replicas: int) -> None:
+    """Rules on the number of replicas the run trains on: known from TF_CONFIG before TensorFlow loads for a
+    multi-worker run, from the strategy otherwise."""
+    if getattr(config.model, "sparse_updates", False) and replicas > 1:
+        raise ConfigError(f"model.sparse_updates trains on one device, not {replicas} replicas; "
+                          "use --strategy default, or model.sparse_updates=false")
+
+
+TASKS = {spec.name: spec for spec in (
+    TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig,
+             {"rnn_classifier": RNNClassifierConfig, "transformer_classifier": TransformerClassifierConfig,
+              "bag_of_ngrams": BagOfNgramsConfig, "ensemble": EnsembleClassifierConfig,
+              "pretrained_classifier": PretrainedClassifierConfig},
+             "kpipe.tasks.classify.run:run_classify", check_classify_config,
+             headline=("accuracy", "macro_f1", "baseline.accuracy")),
+    TaskSpec("embed", TextClassificationDataConfig, TextPreprocessingConfig,
+             {"sentence_encoder": SentenceEncoderConfig}, "kpipe.tasks.embed.run:run_embed", check_embed_config,
+             headline=("accuracy", "macro_f1", "baseline.accuracy")),
+    TaskSpec("forecast", TimeSeriesDataConfig, WindowConfig, {"rnn_forecaster": RNNForecasterConfig},
+             "kpipe.tasks.forecast.run:run_forecast", check_forecast_config,
+             headline=("test.model.mae", "test.model.mape", "best_baseline", "model_vs_best_baseline_mae")),
+    TaskSpec("generate", NamesDataConfig, NamesPreprocessingConfig, {"char_rnn": CharGeneratorConfig, "char_transformer": CharTransformerConfig},
+             "kpipe.tasks.generate.run:run_generate", headline=("test_nll_per_char", "bigram_nll_per_char")),
+    TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, {"seq2seq_attention": Seq2SeqConfig},
+             "kpipe.tasks.translate.run:run_translate", headline=("word_error_rate", "token_error_rate")),
+    TaskSpec("word2vec", CorpusDataConfig, SkipGramConfig, {"skipgram": Word2VecConfig, "cbow": Word2VecConfig},
+             "kpipe.tasks.word2vec.run:run_word2vec", check_word2vec_config,
+             headline=("final_loss", "words_per_second")),
+)}
+
+
+def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
+    """Validate a parsed TOML dict into a `PipelineConfig`.
+
+    Raises:
+        ConfigError: unknown or missing keys, unknown task or model family, bad values.
+    """
+    known = {f.name for f in dataclasses.fields(PipelineConfig)}
+    raw = {key: value for key, value in raw.items() if key != "tune"}  # the search space: read by `kpipe tune`
+    for key in raw:
+        if key not in known:
+            raise ConfigError(f"unknown key '{key}'{did_you_mean(key, known)}; "
+                              f"known top-level keys: {', '.join(sorted(known))}")
+    for key in ("name", "task"):
+        if not isinstance(raw.get(key), str) or not raw.get(key):
+            raise ConfigError(f"missing key '{key}' (a string) at the top of the pipeline config")
+    name, task = raw["name"], raw["task"]
+    if not NAME_PATTERN.match(name):
+        raise ConfigError(f"name must be lowercase letters, digits, '-' or '_'. Received: name={name!r}")
+    if task not in TASKS:
+        raise ConfigError(f"unknown task '{task}'{did_you_mean(task, TASKS)}; known tasks: {', '.join(TASKS)}")
+    spec = TASKS[task]
+    sections = {}
+    for key in ("data", "preprocessing", "model", "training", "evaluation", "export"):
+        value = raw.get(key, {})
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"'{key}' must be a table ([{key}]). Received: {value!r}")
+        sections[key] = value
+    family = sections["model"].get("family", next(iter(spec.models)))
+    if family not in spec.models:
+        raise ConfigError(f"unknown model.family '{family}'{did_you_mean(str(family), spec.models)} for task "
+                          f"'{task}'; known: {', '.join(spec.models)}")
+    if not isinstance(raw.get("description", ""), str):
+        raise ConfigError("description must be a string")
+    config = PipelineConfig(
+        name=name, task=task, description=raw.get("description", ""),
+        data=from_dict(spec.data, sections["data"], path="data"),
+        preprocessing=from_dict(spec.preprocessing, sections["preprocessing"], path="preprocessing"),
+        model=from_dict(spec.models[family], sections["model"], path="model"),
+        training=from_dict(TrainingConfig, sections["training"], path="training"),
+        evaluation=from_dict(EvaluationConfig, sections["evaluation"], path="evaluation"),
+        export=from_dict(ExportConfig, sections["export"], path="export"),
+    )
+    tasks = EARLY_STOPPING_MONITORS[config.training.early_stopping_monitor]
+    if tasks and task not in tasks:
+        raise ConfigError(f"training.early_stopping_monitor='{config.training.early_stopping_monitor}' is logged by "
+                          f"{' and '.join(tasks)} pipelines only, not {task}; use 'val_loss'")
+    if config.training.early_stopping_monitor == "val_micro_f1" and not getattr(config.data, "multi_label", False):
+        raise ConfigError("training.early_stopping_monitor='val_micro_f1' is logged with several labels per text "
+                          "only (data.label_separator or data.label_columns); use 'val_accuracy' or 'val_loss'")
+    if config.training.early_stopping_monitor == "val_bleu" and (
+            not getattr(config.preprocessing, "sentences", False) or not config.evaluation.bleu_sample):
+        raise ConfigError("training.early_stopping_monitor='val_bleu' is logged for sentences only (both "
+                          "preprocessing.source_tokens and target_tokens 'word' or 'subword', evaluation.bleu_sample "
+                          "> 0); use 'val_word_error_rate' or 'val_loss'")
+    if config.training.refit_with_validation and task != "forecast":
+        raise ConfigError(f"training.refit_with_validation is for forecast pipelines, not {task}; remove it")
+    if spec.check:
+        spec.check(config)
+    return config
