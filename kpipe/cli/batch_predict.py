@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from kpipe.datasets.files import read_table
 from kpipe.errors import KpipeError
+from kpipe.portable.runtime import PortableClassifier, is_portable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -129,13 +130,17 @@ def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool,
     from tqdm.auto import tqdm
 
     with tqdm(total=len(texts), unit="text", disable=not progress, desc=model_dir.as_posix()) as bar:
+        if task == "classify" and is_portable(model_dir):  # ONNX or LiteRT: no TensorFlow
+            classifier = PortableClassifier.open(model_dir)
+            found = []
+            for start in range(0, len(texts), 256):
+                found += classifier.predict(texts[start:start + 256])
+                bar.update(len(texts[start:start + 256]))
+            return _classify_frame(found)
         if task == "classify":
             from kpipe.tasks.classify.predict import predict_texts
 
-            found = predict_texts(model_dir, texts, on_batch=bar.update, pairs=pairs)
-            labels = list(found[0].probabilities) if found else []
-            return pd.DataFrame({"label": [p.label for p in found], "probability": [p.probability for p in found],
-                                 **{f"probability_{name}": [p.probabilities[name] for p in found] for name in labels}})
+            return _classify_frame(predict_texts(model_dir, texts, on_batch=bar.update, pairs=pairs))
         if task == "translate":
             from kpipe.tasks.translate.predict import translate_texts
 
@@ -146,6 +151,14 @@ def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool,
             return pd.DataFrame({"embedding": [row.tolist() for row in embed_texts(model_dir, texts,
                                                                                    on_batch=bar.update)]})
     raise ValueError(f"no batch prediction for task {task}")
+
+
+def _classify_frame(found: list) -> pd.DataFrame:
+    import pandas as pd
+
+    labels = list(found[0].probabilities) if found else []
+    return pd.DataFrame({"label": [p.label for p in found], "probability": [p.probability for p in found],
+                         **{f"probability_{name}": [p.probabilities[name] for p in found] for name in labels}})
 
 
 def predict_file(task: str, model_dir: Path, table: TextTable, output: Path, *, progress: bool) -> int:

@@ -165,6 +165,20 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from kpipe.exports.portable import plan_portable
+
+    plan = plan_portable(args.model, args.format, args.quantize, args.export_dir)  # mistakes before TensorFlow
+    import_tensorflow_quietly()
+    from kpipe.exports.portable import MODEL_FILES, write_portable
+
+    target = write_portable(plan)
+    size = (target / MODEL_FILES[args.format]).stat().st_size
+    print(f"Exported {plan.source} as {args.format} (quantization {args.quantize}, network {size / 1024:.0f} KiB) "
+          f"to {target}\nIt runs without TensorFlow: kpipe predict {target} \"your text here\"")
+    return 0
+
+
 def cmd_serve(args) -> int:
     models, sock, options = open_serving(args)
     from kpipe.serving.app import serve

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kpipe.cli.commands import import_tensorflow_quietly
 from kpipe.errors import KpipeError
+from kpipe.portable.runtime import is_portable
 
 SENTENCE_ENCODERS = ("classify", "embed")  # the tasks whose exports can have an `embed` signature
 
@@ -137,6 +138,8 @@ def cmd_similar(args) -> int:
 
 def cmd_predict(args) -> int:
     table, output = _texts_and_output(args, "predict")
+    if is_portable(args.model):  # an ONNX or LiteRT export: answered without TensorFlow
+        return _predict_portable(args, Path(args.model), table, output)
     model_dir = export_of(args, "classify", "kpipe predict")  # fails fast, before TensorFlow loads
     _check_pairs_match(args.model, model_dir, table)
     if output:
@@ -145,7 +148,25 @@ def cmd_predict(args) -> int:
 
     from kpipe.tasks.classify.predict import predict_texts
 
-    for p in predict_texts(model_dir, texts, pairs=table.pairs):
+    _print_predictions(args, predict_texts(model_dir, texts, pairs=table.pairs))
+    return 0
+
+
+def _predict_portable(args, folder: Path, table, output: Path | None) -> int:
+    from kpipe.portable.runtime import PortableClassifier
+
+    if table.pairs is not None:
+        raise KpipeError(f"{folder} classifies single texts; it takes no second texts (--pair, --pair-column)")
+    if output:
+        return _write_answers(args, "classify", folder, table, output)
+    classifier = PortableClassifier.open(folder)
+    _print_predictions(args, [p for start in range(0, len(table.texts), 256)
+                              for p in classifier.predict(table.texts[start:start + 256])])
+    return 0
+
+
+def _print_predictions(args, predictions) -> None:
+    for p in predictions:
         if args.json:
             print(json.dumps({"text": p.text, **({"text_pair": p.text_pair} if p.text_pair is not None else {}),
                               "label": p.label, "probability": round(p.probability, 6),
@@ -154,7 +175,6 @@ def cmd_predict(args) -> int:
                              ensure_ascii=False))
         else:
             print(f"{p.label}\t{p.probability:.4f}\t{p.text}" + (f"\t{p.text_pair}" if p.text_pair is not None else ""))
-    return 0
 
 
 def _check_pairs_match(name: str, model_dir: Path, table) -> None:

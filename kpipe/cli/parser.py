@@ -92,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show tracebacks for errors, and TensorFlow's own C++ log lines")
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (add_setup_commands, add_run_commands, add_tune, add_predict, add_serve, add_forecast, add_generate,
-                add_text_commands, add_word_commands, add_map, add_compare):
+    for add in (add_setup_commands, add_run_commands, add_tune, add_predict, add_export, add_serve, add_forecast,
+                add_generate, add_text_commands, add_word_commands, add_map, add_compare):
         add(sub, handlers)
     return parser
 
@@ -183,6 +183,24 @@ def add_predict(sub, commands) -> None:
                                                "first from --column)")
     add_table_args(predict, "the predicted label, its probability and every class's probability")
     predict.set_defaults(func=commands.cmd_predict)
+
+
+def add_export(sub, commands) -> None:
+    export = sub.add_parser(
+        "export", parents=[SHARED["export_dir"]], help="write a classifier export as ONNX or LiteRT, to run without "
+        "TensorFlow", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Write the network of a classifier export as ONNX (onnxruntime) or LiteRT (ai-edge-litert), "
+                    "with its text preprocessing as data, into a folder beside the version (e.g. "
+                    "saved_models/NAME/1-onnx); kpipe predict answers with it without TensorFlow.",
+        epilog="""examples:
+  kpipe export sentiment-bilstm --format onnx
+  kpipe export saved_models/sentiment-bigrams/1 --format litert --quantize int8
+""")
+    export.add_argument("model", help="an export folder, a folder of versions (the latest), or a pipeline name")
+    export.add_argument("--format", required=True, choices=("onnx", "litert"), help="the runtime's format")
+    export.add_argument("--quantize", default="none", choices=("none", "float16", "int8"),
+                        help="int8: dynamic-range (int8 weights); float16: LiteRT only (default: none)")
+    export.set_defaults(func=commands.cmd_export)
 
 
 def add_serve(sub, commands) -> None:

@@ -45,7 +45,7 @@ def _taken(root: Path) -> int:
 TMP_PREFIX = ".tmp-"
 
 
-def _tmp_name() -> str:
+def tmp_name() -> str:
     return f"{TMP_PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
@@ -136,7 +136,7 @@ def write_version(root: Path, write: Callable[[Path], None], *, chief: bool = Tr
         return root
     root.mkdir(parents=True, exist_ok=True)
     remove_stale_tmp(root)
-    tmp = root / _tmp_name()
+    tmp = root / tmp_name()
     tmp.mkdir()
     try:
         write(tmp)

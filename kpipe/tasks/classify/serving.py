@@ -16,6 +16,7 @@ from kpipe.config.pipeline import PipelineConfig
 from kpipe.evaluation import reporting
 from kpipe.exports import manifest, run_files, saved_model
 from kpipe.layers.masked_pooling import MaskedMeanPooling
+from kpipe.preprocessing.ngrams import NgramFeatures
 from kpipe.tasks.classify import MULTI_LABEL_FILE
 from kpipe.tasks.classify.members import Member
 
@@ -137,6 +138,10 @@ def write_classifier_export(path: Path, *, members: Sequence[Member], weights: S
         if member.role:  # an ensemble's n-gram and recurrent members, beside the main model
             member.model.save(path / f"{member.role}_model.keras")
             (path / f"{member.role}_vocabulary.txt").write_text("\n".join(member.vocabulary) + "\n", encoding="utf-8")
+    for member in members:  # the n-gram features' idf, which `kpipe export` writes beside a portable network
+        for item in member.tracked:
+            if isinstance(item, NgramFeatures):
+                np.save(path / f"{member.role + '_' if member.role else ''}idf.npy", item.idf.numpy())
     pretraining = main.report.get("masked_lm_pretraining")
     if pretraining and pretraining["history"]:
         reporting.plot_training_curves(pretraining["history"], path / "masked_lm_curves.png",

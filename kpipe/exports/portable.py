@@ -1,0 +1,201 @@
+"""`kpipe export`: a classifier export rewritten to run without TensorFlow, as ONNX or LiteRT.
+
+The network takes numbers (token ids, or dense n-gram features) and becomes `model.onnx` (Keras' ONNX export,
+dynamic batch and length) or `model.tflite` (LiteRT builtin ops only, so the standalone `ai-edge-litert` runs it:
+one text per call, ids padded to the full sequence length, because a masked recurrent loop converts only with
+static shapes). The text preprocessing it needs is written beside it as data (`preprocessing.json`, the
+vocabulary, the n-gram idf) for `kpipe.portable.text`. Quantization: "int8" is dynamic-range (int8 weights,
+float activations: no calibration set needed), "float16" halves the weights (LiteRT only).
+
+The folder sits beside the SavedModel version it came from (`saved_models/NAME/1-onnx`, `1-litert-int8`) and
+is written like every export: into a temporary folder, fsynced, renamed into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import logging
+import shutil
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+from kpipe.errors import KpipeError
+from kpipe.exports import manifest
+from kpipe.exports.versions import tmp_name, fsync_dir, fsync_tree, resolve_model_dir
+
+log = logging.getLogger(__name__)
+
+QUANTIZATIONS = {"onnx": ("none", "int8"), "litert": ("none", "float16", "int8")}
+MODEL_FILES = {"onnx": "model.onnx", "litert": "model.tflite"}
+FAMILIES = ("rnn_classifier", "bag_of_ngrams")
+PREPROCESSING_FILE = "preprocessing.json"
+
+
+def portable_name(version: str, fmt: str, quantize: str) -> str:
+    return f"{version}-{fmt}" + ("" if quantize == "none" else f"-{quantize}")
+
+
+@dataclasses.dataclass(frozen=True)
+class PortablePlan:
+    """What `kpipe export` will write, every check done (without TensorFlow)."""
+
+    source: Path
+    target: Path
+    fmt: str
+    quantize: str
+    spec: dict
+    manifest: dict
+
+
+def export_portable(model: str | Path, fmt: str, quantize: str = "none",
+                    export_dir: str | Path = "saved_models") -> Path:
+    """Write the portable export of a classifier export (a version folder, a folder of versions: the latest, or a
+    pipeline name) and return its folder (see `plan_portable` for what it refuses)."""
+    return write_portable(plan_portable(model, fmt, quantize, export_dir))
+
+
+def plan_portable(model: str | Path, fmt: str, quantize: str = "none",
+                  export_dir: str | Path = "saved_models") -> PortablePlan:
+    """Check that `model` can be exported as `fmt` with `quantize`, before TensorFlow loads.
+
+    Raises:
+        KpipeError: an unknown format or a quantization the format's runtime cannot run, a task or family that does
+            not export (names what does), an export without what the runtime needs, or a target that exists.
+    """
+    if fmt not in QUANTIZATIONS:
+        raise KpipeError(f"unknown format '{fmt}'; use onnx or litert")
+    if quantize not in QUANTIZATIONS[fmt]:
+        raise KpipeError(f"--quantize {quantize} is not available for {fmt} (kpipe writes float16 networks for "
+                         f"litert only); use one of: {', '.join(QUANTIZATIONS[fmt])}")
+    source = resolve_model_dir(model, export_dir)
+    found = manifest.read(source)
+    if found.get("task") != "classify" or found.get("family") not in FAMILIES:
+        raise KpipeError(f"{source} is a {found.get('task')} export of family {found.get('family')}; kpipe export "
+                         f"writes ONNX and LiteRT for classifiers of the families {', '.join(FAMILIES)} (pretrained "
+                         "encoders, WordPiece transformers, ensembles, forecasters, generators and translators are "
+                         "not exported yet)")
+    config = tomllib.loads((source / "config.toml").read_text(encoding="utf-8"))
+    if config["data"].get("text_pair_column"):
+        raise KpipeError(f"{source} classifies pairs of texts; kpipe export handles single texts only")
+    target = source.parent / portable_name(source.name, fmt, quantize)
+    if target.exists():
+        raise KpipeError(f"{target} exists already; delete it to export again (exports are never overwritten)")
+    return PortablePlan(source, target, fmt, quantize, preprocessing_spec(source, config), found)
+
+
+def write_portable(plan: PortablePlan) -> Path:
+    """Write `plan`'s folder: into a temporary folder, flushed, then renamed into place."""
+    source, target, fmt, quantize, spec, found = (plan.source, plan.target, plan.fmt, plan.quantize, plan.spec,
+                                                  plan.manifest)
+    tmp = source.parent / tmp_name()
+    tmp.mkdir()
+    try:
+        write_network(source, tmp / MODEL_FILES[fmt], fmt, quantize, spec)
+        for name in ("labels.txt", "vocabulary.txt", "idf.npy", "multi_label.json"):
+            if (source / name).exists():
+                shutil.copy2(source / name, tmp / name)
+        (tmp / PREPROCESSING_FILE).write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
+        (tmp / manifest.MANIFEST_FILE).write_text(json.dumps(
+            {**found, "format": fmt, "quantization": quantize, "source_version": source.name,
+             "network_file": MODEL_FILES[fmt], "portable_kpipe_version": manifest.kpipe_version()},
+            indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        fsync_tree(tmp)
+        tmp.rename(target)
+        fsync_dir(target.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    size = (target / MODEL_FILES[fmt]).stat().st_size
+    log.info("Wrote %s (%s, quantization %s, %.1f KiB network)", target, fmt, quantize, size / 1024)
+    return target
+
+
+def preprocessing_spec(source: Path, config: dict) -> dict:
+    """What `kpipe.portable.text` needs to turn raw strings into the network's inputs, from the export's config."""
+    pre, model = config["preprocessing"], config["model"]
+    if pre.get("tokenizer", "words") != "words":
+        raise KpipeError(f"{source} uses the {pre['tokenizer']} tokenizer; kpipe export handles word vocabularies")
+    common = {"standardize": pre["standardize"], "split": pre["split"]}
+    if model["family"] == "rnn_classifier":
+        return {"kind": "word_ids", **common, "sequence_length": pre["sequence_length"],
+                "truncating": pre["truncating"], "vocabulary": "vocabulary.txt"}
+    if not (source / "idf.npy").exists():
+        raise KpipeError(f"{source} was exported by an older kpipe without its n-gram idf (idf.npy); run the pipeline "
+                         "again to export it")
+    return {"kind": "ngram_counts", **common, "ngrams": model["ngrams"], "char_ngrams": model["char_ngrams"],
+            "weighting": "binary" if model["weighting"] == "nb" else model["weighting"],
+            "vocabulary": "vocabulary.txt", "idf": "idf.npy"}
+
+
+def network(source: Path):
+    """The export's Keras model for inference: dropout removed (it does nothing at inference, but its random
+    state is a variable the converters cannot freeze), a dense input for n-gram models (they read sparse
+    features in training), called once (Keras exports only built models)."""
+    import keras
+
+    from kpipe.exports.custom_layers import register_custom_layers
+    from kpipe.exports.open import load_keras_model_file
+
+    trained = load_keras_model_file(source)
+    register_custom_layers()
+    model = keras.Model.from_config(_without_dropout(trained.get_config()))
+    model.set_weights(trained.get_weights())
+    if getattr(model.inputs[0], "sparse", False):
+        dense = keras.Input(shape=model.inputs[0].shape[1:], dtype="float32", name="ngrams")
+        model = keras.Model(dense, model(dense), name=model.name)
+    shape = [1] + [d or 1 for d in model.inputs[0].shape[1:]]
+    model(np.zeros(shape, "int32" if "int" in str(model.inputs[0].dtype) else "float32"))
+    return model
+
+
+def _without_dropout(config):
+    """A Keras config with every dropout rate set to 0."""
+    if isinstance(config, dict):
+        return {k: (0.0 if k in ("dropout", "recurrent_dropout", "rate") and isinstance(v, float) else
+                    _without_dropout(v)) for k, v in config.items()}
+    if isinstance(config, list):
+        return [_without_dropout(v) for v in config]
+    return config
+
+
+def write_network(source: Path, path: Path, fmt: str, quantize: str, spec: dict) -> None:
+    model = network(source)
+    if fmt == "onnx":
+        model.export(str(path), format="onnx", verbose=False)
+        if quantize == "int8":
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            plain = path.with_suffix(".float.onnx")
+            path.rename(plain)
+            with contextlib.redirect_stdout(io.StringIO()):  # it prints the graph's shapes it infers
+                quantize_dynamic(str(plain), str(path), weight_type=QuantType.QInt8)
+            plain.unlink()
+        return
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    width = spec["sequence_length"] if spec["kind"] == "word_ids" else model.inputs[0].shape[-1]
+    dtype = tf.int32 if spec["kind"] == "word_ids" else tf.float32
+    function = tf.function(lambda x: model(x, training=False), input_signature=[tf.TensorSpec([1, width], dtype)])
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [convert_variables_to_constants_v2(function.get_concrete_function())])
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]  # what ai-edge-litert runs alone
+    if quantize in ("int8", "float16"):
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]  # int8 weights: dynamic range
+    if quantize == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    path.write_bytes(converter.convert())
+
+
+def variables_bytes(source: Path) -> int:
+    """The size of a SavedModel's variables (what the issue compares quantized files with)."""
+    return sum(p.stat().st_size for p in (source / "variables").iterdir())
+
+
+def numpy_sizes(arrays: list[np.ndarray]) -> int:
+    return int(sum(a.nbytes for a in arrays))

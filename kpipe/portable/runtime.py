@@ -1,0 +1,133 @@
+"""Answering with a portable export (`kpipe export`): raw strings in, labels and probabilities out, through
+onnxruntime or ai-edge-litert and the NumPy preprocessing of `kpipe.portable.text`. Imports neither TensorFlow nor
+Keras: a service needs numpy, onnxruntime or ai-edge-litert, and this package.
+
+    from kpipe.portable.runtime import PortableClassifier
+    classifier = PortableClassifier.open("saved_models/sentiment-bilstm/1-onnx")
+    classifier.predict(["great crew, thanks!"])[0].label
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from kpipe.errors import KpipeError, MissingDependencyError
+from kpipe.portable.text import NgramCounts, WordIds
+
+RUNTIMES = {"onnx": ("onnxruntime", "pip install onnxruntime"), "litert": ("ai_edge_litert", "pip install ai-edge-litert")}
+
+
+def is_portable(folder: str | Path) -> bool:
+    """Whether `folder` holds a portable export (read from its manifest, without loading anything)."""
+    path = Path(folder) / "kpipe.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("format") in RUNTIMES
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+@dataclasses.dataclass(frozen=True)
+class PortablePrediction:
+    """One classified text, as `kpipe.tasks.classify.predict.Prediction`."""
+
+    text: str
+    label: str
+    probability: float
+    probabilities: dict[str, float]
+    labels: tuple[str, ...] | None = None
+    text_pair: str | None = None
+
+
+class Network:
+    """The exported network in its runtime: `__call__(inputs (batch, ...)) -> (batch, outputs)` float32."""
+
+    def __init__(self, path: Path, fmt: str):
+        module, install = RUNTIMES[fmt]
+        self.fmt = fmt
+        try:
+            if fmt == "onnx":
+                import onnxruntime
+
+                options = onnxruntime.SessionOptions()
+                options.log_severity_level = 3
+                self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                self.input_name = self.session.get_inputs()[0].name
+            else:
+                from ai_edge_litert.interpreter import Interpreter
+
+                self.interpreter = Interpreter(model_path=str(path))
+                self.interpreter.allocate_tensors()
+                self.input_index = self.interpreter.get_input_details()[0]["index"]
+                self.output_index = self.interpreter.get_output_details()[0]["index"]
+                self.input_shape = tuple(self.interpreter.get_input_details()[0]["shape"])
+        except ImportError:
+            raise MissingDependencyError(f"{path} runs with {module}, which is not installed; {install}") from None
+
+    def __call__(self, inputs: np.ndarray) -> np.ndarray:
+        if self.fmt == "onnx":
+            return self.session.run(None, {self.input_name: inputs})[0]
+        rows = []
+        for row in inputs:  # LiteRT's masked recurrent loop converts with static shapes: one text per call
+            self.interpreter.set_tensor(self.input_index, row[None].astype(inputs.dtype))
+            self.interpreter.invoke()
+            rows.append(self.interpreter.get_tensor(self.output_index)[0].copy())
+        return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
+
+
+class PortableClassifier:
+    """A classifier's portable export: preprocessing, network, label names and (several labels) thresholds."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.manifest = json.loads((folder / "kpipe.json").read_text(encoding="utf-8"))
+        spec = json.loads((folder / "preprocessing.json").read_text(encoding="utf-8"))
+        vocabulary = (folder / spec["vocabulary"]).read_text(encoding="utf-8").split("\n")[:-1]
+        self.kind = spec["kind"]
+        if self.kind == "word_ids":
+            self.preprocess = WordIds(vocabulary, standardize=spec["standardize"], split=spec["split"],
+                                      sequence_length=spec["sequence_length"], truncating=spec["truncating"])
+        else:
+            self.preprocess = NgramCounts(vocabulary, np.load(folder / spec["idf"]), standardize=spec["standardize"],
+                                          split=spec["split"], ngrams=spec["ngrams"], char_ngrams=spec["char_ngrams"],
+                                          weighting=spec["weighting"])
+        self.network = Network(folder / self.manifest["network_file"], self.manifest["format"])
+        self.label_names = (folder / "labels.txt").read_text(encoding="utf-8").splitlines()
+        multi_label = self.manifest.get("multi_label")
+        self.thresholds = np.asarray(multi_label["thresholds"], np.float32) if multi_label else None
+        self.separator = multi_label["separator"] if multi_label else "|"
+        self.fixed_length = self.kind == "word_ids" and self.manifest["format"] == "litert"
+
+    @classmethod
+    def open(cls, folder: str | Path) -> "PortableClassifier":
+        path = Path(folder)
+        if not is_portable(path):
+            raise KpipeError(f"{path} is not a portable export (no kpipe.json naming an onnx or litert network); "
+                             "write one with `kpipe export MODEL --format onnx`")
+        return cls(path)
+
+    def probabilities(self, texts: Sequence[str]) -> np.ndarray:
+        """(batch, classes) probabilities (two columns for a binary sigmoid), or (batch, labels) with several
+        labels per text."""
+        if self.kind == "word_ids":
+            inputs = self.preprocess(texts, self.preprocess.sequence_length if self.fixed_length else None)
+        else:
+            inputs = self.preprocess(texts)
+        output = np.asarray(self.network(inputs), np.float32)
+        return np.concatenate([1.0 - output, output], axis=1) if output.shape[1] == 1 else output
+
+    def predict(self, texts: Sequence[str]) -> list[PortablePrediction]:
+        rows = self.probabilities(list(texts))
+        names = self.label_names
+        if self.thresholds is not None:
+            return [PortablePrediction(text, self.separator.join(n for n, on in zip(names, row >= self.thresholds)
+                                                                 if on), float(row.max()),
+                                       {n: float(p) for n, p in zip(names, row)},
+                                       tuple(n for n, on in zip(names, row >= self.thresholds) if on))
+                    for text, row in zip(texts, rows)]
+        return [PortablePrediction(text, names[int(row.argmax())], float(row.max()),
+                                   {n: float(p) for n, p in zip(names, row)}) for text, row in zip(texts, rows)]
