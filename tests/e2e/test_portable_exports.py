@@ -1,0 +1,99 @@
+"""`kpipe export`: the shared small runs (a GloVe BiLSTM, an n-gram model) written as ONNX and LiteRT, float and
+int8, answer as their SavedModels do (float: probabilities within 1e-4; int8 and float16: within 0.05, and the same
+label wherever the float model is not within 0.05 of a tie; the trained pipelines' agreement is measured by
+benchmarks/portable_exports.py),
+through `kpipe predict` in a process where TensorFlow cannot even be imported; mistakes are one line, exit 2,
+and write nothing."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kpipe.cli.commands import main
+from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
+from kpipe.exports.portable import export_portable
+from kpipe.portable.runtime import PortableClassifier
+from tests.helpers import kpipe
+
+pytestmark = pytest.mark.slow
+
+FORMATS = [("onnx", "none"), ("onnx", "int8"), ("litert", "none"), ("litert", "int8"), ("litert", "float16")]
+
+
+@pytest.fixture(scope="module")
+def exports(shared_run, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("portable")
+    for name in ("sentiment-bilstm", "sentiment-bigrams"):
+        shared_run(name).copy_to(folder)
+    return folder / "saved_models"
+
+
+@pytest.fixture(scope="module")
+def tweets():
+    test = load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets-sentiment")).test
+    return [str(t) for t in test.texts[:400]] + ["", "🙂", "x" * 300]
+
+
+@pytest.mark.parametrize("pipeline", ["sentiment-bilstm", "sentiment-bigrams"])
+def test_every_format_answers_as_the_savedmodel(exports, tweets, pipeline):
+    source = exports / pipeline / "1"
+    loaded = tf.saved_model.load(str(source))  # kept: its variables live as long as it does
+    expected = loaded.serve(tf.constant(tweets))["probabilities"].numpy()
+    for fmt, quantize in FORMATS:
+        classifier = PortableClassifier.open(export_portable(source, fmt, quantize))
+        got = classifier.probabilities(tweets)
+        if quantize == "none":
+            np.testing.assert_allclose(got, expected, atol=1e-4, err_msg=f"{fmt}")
+        else:  # quantization noise: small, and a label changes only where the float model nearly ties
+            assert np.abs(got - expected).max() < 0.05, (fmt, quantize)
+            top2 = np.sort(expected, axis=1)[:, -2:]
+            clear = top2[:, 1] - top2[:, 0] > 0.05
+            np.testing.assert_array_equal(got[clear].argmax(axis=1), expected[clear].argmax(axis=1))
+        if quantize == "int8":
+            float_size = (source.parent / f"1-{fmt}" / classifier.manifest["network_file"]).stat().st_size
+            assert (classifier.folder / classifier.manifest["network_file"]).stat().st_size < 0.4 * float_size
+
+
+def test_kpipe_export_then_predict_without_tensorflow(exports, tmp_path):
+    done = kpipe("export", str(exports / "sentiment-bilstm" / "1"), "--format", "litert", "--quantize", "int8",
+                 cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    folder = exports / "sentiment-bilstm" / "1-litert-int8"
+    assert f"to {folder}" in done.stdout and (folder / "model.tflite").is_file()
+    manifest = json.loads((folder / "kpipe.json").read_text())
+    assert (manifest["format"], manifest["quantization"], manifest["source_version"]) == ("litert", "int8", "1")
+    code = ("import sys\n"
+            "class Blocked:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('tensorflow', 'keras', 'tf_keras'):\n"
+            "            raise ImportError('TensorFlow is not installed here: ' + name)\n"
+            "sys.meta_path.insert(0, Blocked())\n"
+            "from kpipe.cli.commands import main\n"
+            f"code = main(['predict', {str(folder)!r}, '--json', 'thank you, the crew was great', 'lost my bag'])\n"
+            "assert not any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules)\n"
+            "sys.exit(code)\n")
+    answered = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert answered.returncode == 0, answered.stderr[-2000:]
+    rows = [json.loads(line) for line in answered.stdout.splitlines()]
+    assert [r["text"] for r in rows] == ["thank you, the crew was great", "lost my bag"]
+    assert all(r["label"] in ("negative", "neutral", "positive") for r in rows)
+    saved = PortableClassifier.open(folder).predict(["lost my bag"])[0]
+    assert rows[1]["label"] == saved.label
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--format", "onnx", "--quantize", "float16"], "--quantize float16 is not available for onnx"),
+    (["--format", "litert"], "exists already; delete it to export again"),
+])
+def test_mistakes_are_one_line_and_write_nothing(exports, capsys, arguments, message):
+    export_portable(exports / "sentiment-bigrams" / "1", "litert") if not (
+        exports / "sentiment-bigrams" / "1-litert").exists() else None
+    before = sorted(p.name for p in (exports / "sentiment-bigrams").iterdir())
+    assert main(["export", str(exports / "sentiment-bigrams" / "1"), *arguments]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kpipe: error: ") and message in err and err.count("\n") == 1
+    assert sorted(p.name for p in (exports / "sentiment-bigrams").iterdir()) == before
