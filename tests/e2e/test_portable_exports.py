@@ -58,12 +58,12 @@ def test_every_format_answers_as_the_savedmodel(exports, tweets, pipeline):
             assert (classifier.folder / classifier.manifest["network_file"]).stat().st_size < 0.4 * float_size
 
 
-def test_kpipe_export_then_predict_without_tensorflow(exports, tmp_path):
-    done = kpipe("export", str(exports / "sentiment-bilstm" / "1"), "--format", "litert", "--quantize", "int8",
-                 cwd=tmp_path)
+def test_kpipe_export_then_predict_without_tensorflow(shared_run, tmp_path):
+    exports = shared_run("sentiment-bilstm").copy_to(tmp_path) / "saved_models"
+    done = kpipe("export", "sentiment-bilstm", "--format", "litert", "--quantize", "int8", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     folder = exports / "sentiment-bilstm" / "1-litert-int8"
-    assert f"to {folder}" in done.stdout and (folder / "model.tflite").is_file()
+    assert "to saved_models/sentiment-bilstm/1-litert-int8" in done.stdout and (folder / "model.tflite").is_file()
     manifest = json.loads((folder / "kpipe.json").read_text())
     assert (manifest["format"], manifest["quantization"], manifest["source_version"]) == ("litert", "int8", "1")
     code = ("import sys\n"
