@@ -25,8 +25,15 @@ from pathlib import Path
 FORMATS = [("savedmodel", "none"), ("onnx", "none"), ("onnx", "int8"), ("litert", "none"), ("litert", "int8")]
 
 MEASURE = r"""
-import json, resource, sys, time
+import json, sys, time
 started = time.perf_counter()
+
+def peak_rss_mib():
+    # VmHWM: this process's own peak (getrusage's ru_maxrss survives exec, so it would count the parent's)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+
 folder, fmt, texts_file = sys.argv[1], sys.argv[2], sys.argv[3]
 texts, labels = json.load(open(texts_file))
 if fmt == "savedmodel":
@@ -51,7 +58,7 @@ accuracy = sum(label_names[max(range(len(r)), key=lambda i: r[i])] == y for r, y
 latencies.sort()
 print(json.dumps({"load_s": load, "p50_ms": 1000 * latencies[len(latencies) // 2],
                   "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
-                  "rows_per_s": batched, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "rows_per_s": batched, "rss_mib": peak_rss_mib(),
                   "accuracy": accuracy}))
 """
 

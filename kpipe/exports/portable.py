@@ -143,13 +143,46 @@ def network(source: Path):
 
     trained = load_keras_model_file(source)
     register_custom_layers()
+    if getattr(trained.inputs[0], "sparse", False):
+        model = sparse_ngram_network(trained)
+        model([np.zeros((1, 1), "int32"), np.zeros((1, 1), "float32")])
+        return model
     model = keras.Model.from_config(_without_dropout(trained.get_config()))
     model.set_weights(trained.get_weights())
-    if getattr(model.inputs[0], "sparse", False):
-        dense = keras.Input(shape=model.inputs[0].shape[1:], dtype="float32", name="ngrams")
-        model = keras.Model(dense, model(dense), name=model.name)
-    shape = [1] + [d or 1 for d in model.inputs[0].shape[1:]]
-    model(np.zeros(shape, "int32" if "int" in str(model.inputs[0].dtype) else "float32"))
+    model(np.zeros([1] + [d or 1 for d in model.inputs[0].shape[1:]], "int32"))
+    return model
+
+
+def sparse_ngram_network(trained):
+    """An n-gram model rewritten on sparse inputs the runtimes take: (ids (batch, k) int32, values (batch, k)
+    float32) of each text's non-zero features, 0-padded. Its first linear map x @ W + b becomes the sum over the
+    non-zeros of value * W[id] (an embedding lookup), with the naive-Bayes ratios folded into W; the rest of the
+    model (ReLU hidden layer, output layer) follows unchanged. The same numbers as the dense product, without a
+    (batch, features) input: 200,000 floats per text for IMDB's n-grams."""
+    import keras
+
+    names = {layer.name: layer for layer in trained.layers}
+    first = names.get("hidden") or names.get("nb_linear") or names["probabilities"]
+    kernel, bias = np.asarray(first.kernel), np.asarray(first.bias)  # by name: get_weights' order varies
+    if first.name == "nb_linear":
+        kernel = kernel * np.asarray(first.ratios)
+    if "nb_scale" in names:
+        kernel = kernel * np.asarray(names["nb_scale"].scale)[:, None]
+    ids = keras.Input(shape=(None,), dtype="int32", name="ngram_ids")
+    values = keras.Input(shape=(None,), dtype="float32", name="ngram_values")
+    lookup = keras.layers.Embedding(kernel.shape[0], kernel.shape[1], name="first_linear")
+    x = keras.ops.sum(lookup(ids) * keras.ops.expand_dims(values, -1), axis=1) + bias
+    output = None
+    if first.name == "hidden":
+        output = keras.layers.Dense(names["probabilities"].units, activation=names["probabilities"].activation,
+                                    name="probabilities")
+        x = output(keras.ops.relu(x))
+    else:
+        x = keras.layers.Activation(names["probabilities"].activation, name="probabilities")(x)
+    model = keras.Model([ids, values], x, name="bag_of_ngrams_sparse")
+    lookup.set_weights([kernel])
+    if output is not None:
+        output.set_weights([np.asarray(names["probabilities"].kernel), np.asarray(names["probabilities"].bias)])
     return model
 
 
@@ -179,9 +212,13 @@ def write_network(source: Path, path: Path, fmt: str, quantize: str, spec: dict)
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
-    width = spec["sequence_length"] if spec["kind"] == "word_ids" else model.inputs[0].shape[-1]
-    dtype = tf.int32 if spec["kind"] == "word_ids" else tf.float32
-    function = tf.function(lambda x: model(x, training=False), input_signature=[tf.TensorSpec([1, width], dtype)])
+    if spec["kind"] == "word_ids":  # a masked recurrent loop converts with static shapes only
+        function = tf.function(lambda x: model(x, training=False),
+                               input_signature=[tf.TensorSpec([1, spec["sequence_length"]], tf.int32)])
+    else:  # a lookup and a sum: any number of n-grams (the runtime resizes the input when a text has more)
+        function = tf.function(lambda ids, values: model([ids, values], training=False),
+                               input_signature=[tf.TensorSpec([1, None], tf.int32),
+                                                tf.TensorSpec([1, None], tf.float32)])
     converter = tf.lite.TFLiteConverter.from_concrete_functions(
         [convert_variables_to_constants_v2(function.get_concrete_function())])
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]  # what ai-edge-litert runs alone

@@ -56,27 +56,41 @@ class Network:
                 options = onnxruntime.SessionOptions()
                 options.log_severity_level = 3
                 self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-                self.input_name = self.session.get_inputs()[0].name
+                self.input_names = sorted((i.name for i in self.session.get_inputs()), key=_input_order)
             else:
                 from ai_edge_litert.interpreter import Interpreter
 
                 self.interpreter = Interpreter(model_path=str(path))
                 self.interpreter.allocate_tensors()
-                self.input_index = self.interpreter.get_input_details()[0]["index"]
                 self.output_index = self.interpreter.get_output_details()[0]["index"]
-                self.input_shape = tuple(self.interpreter.get_input_details()[0]["shape"])
         except ImportError:
             raise MissingDependencyError(f"{path} runs with {module}, which is not installed; {install}") from None
 
-    def __call__(self, inputs: np.ndarray) -> np.ndarray:
+    def __call__(self, *inputs: np.ndarray) -> np.ndarray:
+        """The network on `inputs` (one array, or the n-gram ids and values), batch first."""
         if self.fmt == "onnx":
-            return self.session.run(None, {self.input_name: inputs})[0]
+            return self.session.run(None, dict(zip(self.input_names, inputs)))[0]
         rows = []
-        for row in inputs:  # LiteRT's masked recurrent loop converts with static shapes: one text per call
-            self.interpreter.set_tensor(self.input_index, row[None].astype(inputs.dtype))
+        for i in range(len(inputs[0])):  # LiteRT's recurrent loop converts with static shapes: one text per call
+            for detail, array in zip(self._inputs(), inputs):
+                row = array[i:i + 1]
+                if tuple(detail["shape"]) != row.shape:  # the n-gram inputs: a text with more n-grams
+                    self.interpreter.resize_tensor_input(detail["index"], row.shape)
+                    self.interpreter.allocate_tensors()
+                self.interpreter.set_tensor(detail["index"], row)
             self.interpreter.invoke()
             rows.append(self.interpreter.get_tensor(self.output_index)[0].copy())
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
+
+    def _inputs(self) -> list[dict]:
+        """The input details in the order the exporter declared them (ids before values)."""
+        return sorted(self.interpreter.get_input_details(), key=lambda d: _input_order(d["name"]))
+
+
+def _input_order(name: str) -> tuple:
+    """The networks' inputs in the order the runtime passes them: token ids, or n-gram ids then their values
+    (the converters name and order inputs their own way)."""
+    return "values" in name, name
 
 
 class PortableClassifier:
@@ -114,10 +128,10 @@ class PortableClassifier:
         """(batch, classes) probabilities (two columns for a binary sigmoid), or (batch, labels) with several
         labels per text."""
         if self.kind == "word_ids":
-            inputs = self.preprocess(texts, self.preprocess.sequence_length if self.fixed_length else None)
+            inputs = (self.preprocess(texts, self.preprocess.sequence_length if self.fixed_length else None),)
         else:
-            inputs = self.preprocess(texts)
-        output = np.asarray(self.network(inputs), np.float32)
+            inputs = self.preprocess.sparse(texts)
+        output = np.asarray(self.network(*inputs), np.float32)
         return np.concatenate([1.0 - output, output], axis=1) if output.shape[1] == 1 else output
 
     def predict(self, texts: Sequence[str]) -> list[PortablePrediction]:

@@ -114,18 +114,40 @@ class NgramCounts:
                                                                     self.char_ngrams, "") if g in self.char_index)
         return words, chars
 
+    def features(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """One text's non-zero features: (columns int64, values float64)."""
+        columns, values = [], []
+        for block in self.counts(text):
+            if not block:
+                continue
+            block_columns = np.fromiter(block.keys(), np.int64, len(block))
+            if self.weighting == "tfidf":
+                block_values = np.log(np.fromiter(block.values(), np.float64, len(block))) + 1.0
+                block_values *= self.idf[block_columns]
+                norm = math.sqrt(float(np.dot(block_values, block_values)))
+                block_values = block_values / norm if norm else block_values
+            else:
+                block_values = np.ones(len(block))
+            columns.append(block_columns)
+            values.append(block_values)
+        if not columns:
+            return np.zeros(0, np.int64), np.zeros(0)
+        return np.concatenate(columns), np.concatenate(values)
+
+    def sparse(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(ids (batch, k) int32, values (batch, k) float32): each text's non-zero features, 0-padded to the
+        batch's most (at least one column; a padded id 0 carries the value 0)."""
+        rows = [self.features(t) for t in texts]
+        width = max(1, max((len(c) for c, _ in rows), default=1))
+        ids, values = np.zeros((len(rows), width), np.int32), np.zeros((len(rows), width), np.float32)
+        for i, (c, v) in enumerate(rows):
+            ids[i, :len(c)], values[i, :len(v)] = c, v
+        return ids, values
+
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        """Dense (batch, features) float32: the SavedModel's features, for checking."""
+        ids, values = self.sparse(texts)
         out = np.zeros((len(texts), self.size), np.float32)
-        for row, text in enumerate(texts):
-            for block in self.counts(text):
-                if not block:
-                    continue
-                columns = np.fromiter(block.keys(), np.int64, len(block))
-                if self.weighting == "tfidf":
-                    values = np.array([1.0 + math.log(c) for c in block.values()]) * self.idf[columns]
-                    norm = math.sqrt(float(np.dot(values, values)))
-                    values = values / norm if norm else values
-                else:
-                    values = np.ones(len(block))
-                out[row, columns] = values
+        rows = np.repeat(np.arange(len(texts)), ids.shape[1])
+        out[rows, ids.ravel()] = values.ravel()  # padding writes 0 into column 0, the unknown bucket (always 0)
         return out
