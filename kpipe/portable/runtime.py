@@ -58,9 +58,14 @@ class Network:
                 self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 self.input_names = sorted((i.name for i in self.session.get_inputs()), key=_input_order)
             else:
-                from ai_edge_litert.interpreter import Interpreter
+                from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
                 self.interpreter = Interpreter(model_path=str(path))
+                if any(-1 in d["shape_signature"] for d in self.interpreter.get_input_details()):
+                    # inputs resized per text (n-grams): the XNNPack delegate cannot reshape these graphs
+                    self.interpreter = Interpreter(
+                        model_path=str(path),
+                        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
                 self.interpreter.allocate_tensors()
                 self.output_index = self.interpreter.get_output_details()[0]["index"]
         except ImportError:
