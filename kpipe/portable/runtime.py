@@ -77,11 +77,13 @@ class Network:
             return self.session.run(None, dict(zip(self.input_names, inputs)))[0]
         rows = []
         for i in range(len(inputs[0])):  # LiteRT's recurrent loop converts with static shapes: one text per call
-            for detail, array in zip(self._inputs(), inputs):
-                row = array[i:i + 1]
-                if tuple(detail["shape"]) != row.shape:  # the n-gram inputs: a text with more n-grams
+            details, rows_i = self._inputs(), [array[i:i + 1] for array in inputs]
+            if any(tuple(d["shape"]) != row.shape for d, row in zip(details, rows_i)):  # n-grams: another length
+                for detail, row in zip(details, rows_i):
                     self.interpreter.resize_tensor_input(detail["index"], row.shape)
-                    self.interpreter.allocate_tensors()
+                self.interpreter.allocate_tensors()
+                details = self._inputs()
+            for detail, row in zip(details, rows_i):
                 self.interpreter.set_tensor(detail["index"], row)
             self.interpreter.invoke()
             rows.append(self.interpreter.get_tensor(self.output_index)[0].copy())
