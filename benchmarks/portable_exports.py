@@ -59,7 +59,7 @@ latencies.sort()
 print(json.dumps({"load_s": load, "p50_ms": 1000 * latencies[len(latencies) // 2],
                   "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
                   "rows_per_s": batched, "rss_mib": peak_rss_mib(),
-                  "accuracy": accuracy}))
+                  "accuracy": accuracy, "probabilities": [[float(x) for x in r] for r in probabilities]}))
 """
 
 
@@ -72,6 +72,11 @@ def test_texts(source: Path, count: int) -> tuple[list[str], list[str]]:
     splits = load_text_classification(config.data)
     texts = [str(t) for t in splits.test.texts[:count]]
     return texts, [splits.label_names[int(i)] for i in splits.test.labels[:count]]
+
+
+def agreement(probabilities: list[list[float]], reference: list[int]) -> float:
+    """The share of texts given the SavedModel's label."""
+    return sum(max(range(len(r)), key=r.__getitem__) == y for r, y in zip(probabilities, reference)) / len(reference)
 
 
 def network_size(folder: Path, fmt: str) -> int:
@@ -120,7 +125,9 @@ def main() -> None:
         print(f"\n{source} ({len(texts)} test texts, {args.repeats} repeats in alternating order; medians, "
               "spread min-max)")
         print(f"{'format':18s} {'network KiB':>11s} {'load s':>14s} {'p50 ms':>14s} {'p99 ms':>14s} "
-              f"{'rows/s':>16s} {'RSS MiB':>8s} {'accuracy':>8s}")
+              f"{'rows/s':>16s} {'RSS MiB':>8s} {'accuracy':>8s} {'same label':>10s} {'max |dp|':>9s}")
+        reference = [max(range(len(r)), key=r.__getitem__) for r in results[("savedmodel", "none")][0]["probabilities"]]
+        reference_p = results[("savedmodel", "none")][0]["probabilities"]
         for key, runs in results.items():
             def cell(name, digits):
                 values = [r[name] for r in runs]
@@ -129,7 +136,9 @@ def main() -> None:
             print(f"{key[0] + ('-' + key[1] if key[1] != 'none' else ''):18s} "
                   f"{network_size(folders[key], key[0]) / 1024:11.0f} {cell('load_s', 2):>14s} "
                   f"{cell('p50_ms', 2):>14s} {cell('p99_ms', 2):>14s} {cell('rows_per_s', 0):>16s} "
-                  f"{statistics.median(r['rss_mib'] for r in runs):8.0f} {runs[0]['accuracy']:8.4f}")
+                  f"{statistics.median(r['rss_mib'] for r in runs):8.0f} {runs[0]['accuracy']:8.4f} "
+                  f"{agreement(runs[0]['probabilities'], reference):10.4f} "
+                  f"{max(abs(a - b) for r, q in zip(runs[0]['probabilities'], reference_p) for a, b in zip(r, q)):9.2e}")
         print("cold `kpipe predict` (process start to answer), s: " + ", ".join(
             f"{key[0]} {statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" for key, v in cold.items()))
         texts_file.unlink()
