@@ -190,7 +190,7 @@ def _check_pairs_match(name: str, model_dir: Path, table) -> None:
 
 
 def cmd_forecast(args) -> int:
-    model_dir = export_of(args, "forecast", "kpipe forecast")  # fails fast, before TensorFlow loads
+    model_dir = Path(args.model) if is_portable(args.model) else export_of(args, "forecast", "kpipe forecast")
     from kpipe.tasks.forecast.predict import forecast_file
 
     result = forecast_file(model_dir, args.input)

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 QUANTIZATIONS = {"onnx": ("none", "int8"), "litert": ("none", "float16", "int8")}
 MODEL_FILES = {"onnx": "model.onnx", "litert": "model.tflite"}
-FAMILIES = ("rnn_classifier", "bag_of_ngrams")
+FAMILIES = {"classify": ("rnn_classifier", "bag_of_ngrams"), "forecast": ("rnn_forecaster",)}
 PREPROCESSING_FILE = "preprocessing.json"
 
 
@@ -74,13 +74,13 @@ def plan_portable(model: str | Path, fmt: str, quantize: str = "none",
                          f"litert only); use one of: {', '.join(QUANTIZATIONS[fmt])}")
     source = resolve_model_dir(model, export_dir)
     found = manifest.read(source)
-    if found.get("task") != "classify" or found.get("family") not in FAMILIES:
+    if found.get("family") not in FAMILIES.get(found.get("task"), ()):
         raise KpipeError(f"{source} is a {found.get('task')} export of family {found.get('family')}; kpipe export "
-                         f"writes ONNX and LiteRT for classifiers of the families {', '.join(FAMILIES)} (pretrained "
-                         "encoders, WordPiece transformers, ensembles, forecasters, generators and translators are "
-                         "not exported yet)")
+                         "writes ONNX and LiteRT for classifiers of the families rnn_classifier and bag_of_ngrams and "
+                         "for rnn_forecaster (pretrained encoders, WordPiece transformers, ensembles, generators, "
+                         "translators and word vectors are not exported yet)")
     config = tomllib.loads((source / "config.toml").read_text(encoding="utf-8"))
-    if config["data"].get("text_pair_column"):
+    if config["data"].get("text_pair_column", ""):
         raise KpipeError(f"{source} classifies pairs of texts; kpipe export handles single texts only")
     target = source.parent / portable_name(source.name, fmt, quantize)
     if target.exists():
@@ -96,7 +96,7 @@ def write_portable(plan: PortablePlan) -> Path:
     tmp.mkdir()
     try:
         write_network(source, tmp / MODEL_FILES[fmt], fmt, quantize, spec)
-        for name in ("labels.txt", "vocabulary.txt", "idf.npy", "multi_label.json"):
+        for name in ("labels.txt", "vocabulary.txt", "idf.npy", "multi_label.json", "features.json"):
             if (source / name).exists():
                 shutil.copy2(source / name, tmp / name)
         (tmp / PREPROCESSING_FILE).write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
@@ -118,6 +118,10 @@ def write_portable(plan: PortablePlan) -> Path:
 def preprocessing_spec(source: Path, config: dict) -> dict:
     """What `kpipe.portable.text` needs to turn raw strings into the network's inputs, from the export's config."""
     pre, model = config["preprocessing"], config["model"]
+    if model["family"] == "rnn_forecaster":  # raw windows: scaled, forecast and unscaled by the runtime
+        features = json.loads((source / "features.json").read_text(encoding="utf-8"))
+        return {"kind": "windows", "window": features["window"], "num_features": len(features["features"]),
+                "features": "features.json"}
     if pre.get("tokenizer", "words") != "words":
         raise KpipeError(f"{source} uses the {pre['tokenizer']} tokenizer; kpipe export handles word vocabularies")
     common = {"standardize": pre["standardize"], "split": pre["split"]}
@@ -149,7 +153,7 @@ def network(source: Path):
         return model
     model = keras.Model.from_config(_without_dropout(trained.get_config()))
     model.set_weights(trained.get_weights())
-    model(np.zeros([1] + [d or 1 for d in model.inputs[0].shape[1:]], "int32"))
+    model(np.zeros([1] + [d or 1 for d in model.inputs[0].shape[1:]], str(model.inputs[0].dtype)))
     return model
 
 
@@ -215,6 +219,9 @@ def write_network(source: Path, path: Path, fmt: str, quantize: str, spec: dict)
     if spec["kind"] == "word_ids":  # a masked recurrent loop converts with static shapes only
         function = tf.function(lambda x: model(x, training=False),
                                input_signature=[tf.TensorSpec([1, spec["sequence_length"]], tf.int32)])
+    elif spec["kind"] == "windows":  # so does the forecaster's
+        function = tf.function(lambda x: model(x, training=False), input_signature=[
+            tf.TensorSpec([1, spec["window"], spec["num_features"]], tf.float32)])
     else:  # a lookup and a sum: any number of n-grams (the runtime resizes the input when a text has more)
         function = tf.function(lambda ids, values: model([ids, values], training=False),
                                input_signature=[tf.TensorSpec([1, None], tf.int32),

@@ -94,6 +94,12 @@ class Network:
         return sorted(self.interpreter.get_input_details(), key=lambda d: _input_order(d["name"]))
 
 
+def _require_task(folder: Path, manifest: dict, task: str, command: str) -> None:
+    if manifest.get("task") != task:
+        raise KpipeError(f"{folder} is a portable {manifest.get('task')} export, not a {task} one; {command} "
+                         f"answers with {task} exports")
+
+
 def _input_order(name: str) -> tuple:
     """The networks' inputs in the order the runtime passes them: token ids, or n-gram ids then their values
     (the converters name and order inputs their own way)."""
@@ -106,6 +112,7 @@ class PortableClassifier:
     def __init__(self, folder: Path):
         self.folder = folder
         self.manifest = json.loads((folder / "kpipe.json").read_text(encoding="utf-8"))
+        _require_task(folder, self.manifest, "classify", "kpipe predict")
         spec = json.loads((folder / "preprocessing.json").read_text(encoding="utf-8"))
         vocabulary = (folder / spec["vocabulary"]).read_text(encoding="utf-8").split("\n")[:-1]
         self.kind = spec["kind"]
@@ -152,3 +159,36 @@ class PortableClassifier:
                     for text, row in zip(texts, rows)]
         return [PortablePrediction(text, names[int(row.argmax())], float(row.max()),
                                    {n: float(p) for n, p in zip(names, row)}) for text, row in zip(texts, rows)]
+
+
+class PortableForecaster:
+    """A forecaster's portable export: raw windows (original units) in, the next `horizon` values and their
+    conformal intervals out, as the SavedModel's `serve` computes them (scaling in NumPy around the network)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.manifest = json.loads((folder / "kpipe.json").read_text(encoding="utf-8"))
+        _require_task(folder, self.manifest, "forecast", "kpipe forecast")
+        self.spec = json.loads((folder / "features.json").read_text(encoding="utf-8"))
+        self.mean = np.asarray(self.spec["scaler_mean"], np.float32)
+        self.scale = np.asarray(self.spec["scaler_scale"], np.float32)
+        self.half_widths = {int(level): np.asarray(w, np.float32)
+                            for level, w in self.spec.get("interval_half_widths", {}).items()}
+        self.network = Network(folder / self.manifest["network_file"], self.manifest["format"])
+
+    @classmethod
+    def open(cls, folder: str | Path) -> "PortableForecaster":
+        path = Path(folder)
+        if not is_portable(path):
+            raise KpipeError(f"{path} is not a portable export; write one with `kpipe export MODEL --format onnx`")
+        return cls(path)
+
+    def serve(self, window: np.ndarray) -> dict[str, np.ndarray]:
+        """`window` (batch, window, features) in original units -> {"forecast", "lower_80", "upper_80", ...}, each
+        (batch, horizon) in original units."""
+        scaled = ((np.asarray(window, np.float32) - self.mean) / self.scale).astype(np.float32)
+        forecast = np.asarray(self.network(scaled), np.float32) * self.scale[0] + self.mean[0]
+        outputs = {"forecast": forecast}
+        for level, width in self.half_widths.items():
+            outputs[f"lower_{level}"], outputs[f"upper_{level}"] = forecast - width, forecast + width
+        return outputs

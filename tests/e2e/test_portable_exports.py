@@ -97,3 +97,42 @@ def test_mistakes_are_one_line_and_write_nothing(exports, capsys, arguments, mes
     err = capsys.readouterr().err
     assert err.startswith("kpipe: error: ") and message in err and err.count("\n") == 1
     assert sorted(p.name for p in (exports / "sentiment-bigrams").iterdir()) == before
+
+
+def test_a_forecaster_exports_and_forecasts_as_its_savedmodel_without_tensorflow(tmp_path):
+    """electricity-seasonal-ar, one quick epoch: the ONNX and LiteRT networks with the scaling and the conformal
+    intervals in NumPy forecast what the SavedModel forecasts; `kpipe forecast` reads the portable folder."""
+    import pandas as pd
+
+    from kpipe.tasks.forecast.predict import forecast_table
+    from kpipe.tasks.named_pipelines import load_pipeline
+    from kpipe.tasks.runner import run_pipeline
+
+    quick = ["preprocessing.window=96", "preprocessing.horizon=12", "preprocessing.season_length=48",
+             "training.epochs=1", "model.units=[8]", "model.conv_filters=4", "model.linear_steps=96",
+             "evaluation.baseline=false", f'export.dir="{tmp_path / "saved_models"}"']
+    source = run_pipeline(load_pipeline("electricity-seasonal-ar", quick)).export_dir
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"demand_mw": 30000 + 3000 * np.sin(np.arange(200) / 7.6) + rng.normal(0, 300, 200)})
+    frame = frame.rename(columns={"demand_mw": json.loads((source / "features.json").read_text())["features"][0]})
+    expected = forecast_table(source, frame)
+    for fmt, quantize in (("onnx", "none"), ("litert", "none"), ("onnx", "int8")):
+        got = forecast_table(export_portable(source, fmt, quantize), frame)
+        tolerance = 1e-4 if quantize == "none" else 0.01  # int8: within 1 % of the forecast's scale
+        scale = np.abs(expected.values).mean()
+        np.testing.assert_allclose(got.values, expected.values, atol=tolerance * scale, err_msg=f"{fmt} {quantize}")
+        for level, (lower, upper) in expected.intervals.items():
+            np.testing.assert_allclose(got.intervals[level][0], lower, atol=tolerance * scale)
+    csv = tmp_path / "recent.csv"
+    frame.to_csv(csv, index=False)
+    code = ("import sys\n"
+            "class Blocked:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('tensorflow', 'keras'):\n"
+            "            raise ImportError('TensorFlow is not installed here: ' + name)\n"
+            "sys.meta_path.insert(0, Blocked())\n"
+            "from kpipe.cli.commands import main\n"
+            f"sys.exit(main(['forecast', {str(source.parent / '1-onnx')!r}, '--input', {str(csv)!r}, '--json']))\n")
+    answered = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert answered.returncode == 0, answered.stderr[-2000:]
+    np.testing.assert_allclose(json.loads(answered.stdout)["forecast"], expected.values, rtol=1e-4)

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import tensorflow as tf
 
 from kpipe.datasets import files
 from kpipe.datasets.time_series import check_times, numeric_columns
 from kpipe.errors import DataError
 from kpipe.exports.open import open_export
 from kpipe.forecasting.intervals import LEVELS
+from kpipe.portable.runtime import PortableForecaster, is_portable
 from kpipe.tasks.forecast import FEATURES_FILE
 
 
@@ -31,9 +31,17 @@ class Forecast:
 
 
 def load_forecaster(model: str | Path, export_dir: str | Path = "saved_models"):
-    """Load an exported forecaster: (loaded SavedModel, its features.json as a dict)."""
+    """Load an exported forecaster: (a `serve(window)` function -> outputs as NumPy arrays, its features.json as a
+    dict). A portable export (ONNX, LiteRT) is answered without TensorFlow."""
+    if is_portable(model):
+        forecaster = PortableForecaster.open(model)
+        return forecaster.serve, forecaster.spec
     opened = open_export(model, task="forecast", command="kpipe forecast", export_dir=export_dir)
-    return opened.loaded, json.loads((opened.path / FEATURES_FILE).read_text(encoding="utf-8"))
+    import tensorflow as tf
+
+    def serve(window: np.ndarray) -> dict[str, np.ndarray]:
+        return {k: v.numpy() for k, v in opened.loaded.serve(window=tf.constant(window)).items()}
+    return serve, json.loads((opened.path / FEATURES_FILE).read_text(encoding="utf-8"))
 
 
 def forecast_table(model: str | Path, frame: pd.DataFrame, export_dir: str | Path = "saved_models",
@@ -46,7 +54,7 @@ def forecast_table(model: str | Path, frame: pd.DataFrame, export_dir: str | Pat
     Raises:
         DataError: missing columns, too few rows, missing values, unordered or duplicated times.
     """
-    loaded, spec = load_forecaster(model, export_dir)
+    serve, spec = load_forecaster(model, export_dir)
     features, window = spec["features"], spec["window"]
     missing = [c for c in features if c not in frame.columns]
     if missing:
@@ -64,9 +72,9 @@ def forecast_table(model: str | Path, frame: pd.DataFrame, export_dir: str | Pat
     time_column = spec.get("time_column") or ""
     if time_column and time_column in frame.columns:
         times = check_times(frame[time_column], time_column, source)
-    served = loaded.serve(window=tf.constant(values.to_numpy(np.float32)[None]))
-    output = served["forecast"].numpy()[0]
-    intervals = {level: (served[f"lower_{level}"].numpy()[0], served[f"upper_{level}"].numpy()[0])
+    served = serve(values.to_numpy(np.float32)[None])
+    output = served["forecast"][0]
+    intervals = {level: (served[f"lower_{level}"][0], served[f"upper_{level}"][0])
                  for level in LEVELS if f"lower_{level}" in served}  # exports from before intervals have none
     future = None
     if times is not None and spec.get("frequency"):
