@@ -32,12 +32,12 @@ def blocks(language: str) -> list[tuple[Path, str]]:
 
 
 def kpipe_commands() -> list[tuple[Path, str]]:
-    """Every `kpipe ...` command of the shell blocks (continuation lines joined, `;` split, comments and
+    """Every `kpipe ...` command of the shell blocks (continuation lines joined, `;` and `&&` split, comments and
     environment assignments dropped)."""
     commands = []
     for page, block in blocks("bash"):
         for line in block.replace("\\\n", " ").splitlines():
-            for part in line.split("#")[0].split(";"):
+            for part in re.split(r";|&&", line.split("#")[0]):
                 words = shlex.split(part)
                 while words and re.match(r"^[A-Z_]+=", words[0]):  # CUDA_VISIBLE_DEVICES=0,1 kpipe ...
                     words = words[1:]
