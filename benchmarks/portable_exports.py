@@ -54,7 +54,8 @@ t = time.perf_counter()
 probabilities = [row for start in range(0, len(texts), 256) for row in predict(texts[start:start + 256])]
 batched = len(texts) / (time.perf_counter() - t)
 label_names = open(folder + "/labels.txt", encoding="utf-8").read().splitlines()
-accuracy = sum(label_names[max(range(len(r)), key=lambda i: r[i])] == y for r, y in zip(probabilities, labels)) / len(texts)
+accuracy = sum(label_names[max(range(len(r)), key=lambda i: r[i])] == y
+               for r, y in zip(probabilities, labels)) / len(texts)
 latencies.sort()
 print(json.dumps({"load_s": load, "p50_ms": 1000 * latencies[len(latencies) // 2],
                   "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
@@ -79,10 +80,15 @@ def agreement(probabilities: list[list[float]], reference: list[int]) -> float:
     return sum(max(range(len(r)), key=r.__getitem__) == y for r, y in zip(probabilities, reference)) / len(reference)
 
 
+def largest_difference(probabilities: list[list[float]], reference: list[list[float]]) -> float:
+    return max(abs(a - b) for row, other in zip(probabilities, reference) for a, b in zip(row, other))
+
+
 def network_size(folder: Path, fmt: str) -> int:
     if fmt == "savedmodel":
         return sum(p.stat().st_size for p in (folder / "variables").iterdir())
-    return (folder / json.loads((folder / "kpipe.json").read_text())["network_file"]).stat().st_size
+    names = json.loads((folder / "kpipe.json").read_text())["network_files"]
+    return sum((folder / name).stat().st_size for name in names)
 
 
 def main() -> None:
@@ -126,8 +132,8 @@ def main() -> None:
               "spread min-max)")
         print(f"{'format':18s} {'network KiB':>11s} {'load s':>14s} {'p50 ms':>14s} {'p99 ms':>14s} "
               f"{'rows/s':>16s} {'RSS MiB':>8s} {'accuracy':>8s} {'same label':>10s} {'max |dp|':>9s}")
-        reference = [max(range(len(r)), key=r.__getitem__) for r in results[("savedmodel", "none")][0]["probabilities"]]
         reference_p = results[("savedmodel", "none")][0]["probabilities"]
+        reference = [max(range(len(r)), key=r.__getitem__) for r in reference_p]
         for key, runs in results.items():
             def cell(name, digits):
                 values = [r[name] for r in runs]
@@ -138,7 +144,7 @@ def main() -> None:
                   f"{cell('p50_ms', 2):>14s} {cell('p99_ms', 2):>14s} {cell('rows_per_s', 0):>16s} "
                   f"{statistics.median(r['rss_mib'] for r in runs):8.0f} {runs[0]['accuracy']:8.4f} "
                   f"{agreement(runs[0]['probabilities'], reference):10.4f} "
-                  f"{max(abs(a - b) for r, q in zip(runs[0]['probabilities'], reference_p) for a, b in zip(r, q)):9.2e}")
+                  f"{largest_difference(runs[0]['probabilities'], reference_p):9.2e}")
         print("cold `kpipe predict` (process start to answer), s: " + ", ".join(
             f"{key[0]} {statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" for key, v in cold.items()))
         texts_file.unlink()

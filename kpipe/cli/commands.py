@@ -170,10 +170,11 @@ def cmd_export(args) -> int:
 
     plan = plan_portable(args.model, args.format, args.quantize, args.export_dir)  # mistakes before TensorFlow
     import_tensorflow_quietly()
-    from kpipe.exports.portable import MODEL_FILES, write_portable
+    from kpipe.exports.portable import write_portable
 
     target = write_portable(plan)
-    size = (target / MODEL_FILES[args.format]).stat().st_size
+    size = sum((target / name).stat().st_size for name in json.loads((target / "kpipe.json").read_text())[
+        "network_files"])
     print(f"Exported {plan.source} as {args.format} (quantization {args.quantize}, network {size / 1024:.0f} KiB) "
           f"to {target}\nIt runs without TensorFlow: kpipe predict {target} \"your text here\"")
     return 0

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 QUANTIZATIONS = {"onnx": ("none", "int8"), "litert": ("none", "float16", "int8")}
 MODEL_FILES = {"onnx": "model.onnx", "litert": "model.tflite"}
-FAMILIES = {"classify": ("rnn_classifier", "bag_of_ngrams"), "forecast": ("rnn_forecaster",)}
+FAMILIES = {"classify": ("rnn_classifier", "bag_of_ngrams", "ensemble"), "forecast": ("rnn_forecaster",)}
 PREPROCESSING_FILE = "preprocessing.json"
 
 
@@ -76,33 +76,38 @@ def plan_portable(model: str | Path, fmt: str, quantize: str = "none",
     found = manifest.read(source)
     if found.get("family") not in FAMILIES.get(found.get("task"), ()):
         raise KpipeError(f"{source} is a {found.get('task')} export of family {found.get('family')}; kpipe export "
-                         "writes ONNX and LiteRT for classifiers of the families rnn_classifier and bag_of_ngrams and "
-                         "for rnn_forecaster (pretrained encoders, WordPiece transformers, ensembles, generators, "
-                         "translators and word vectors are not exported yet)")
+                         "writes ONNX and LiteRT for classifiers of the families rnn_classifier and bag_of_ngrams (and "
+                         "their ensembles) and for rnn_forecaster (pretrained encoders, WordPiece transformers, "
+                         "generators, translators and word vectors are not exported yet)")
     config = tomllib.loads((source / "config.toml").read_text(encoding="utf-8"))
     if config["data"].get("text_pair_column", ""):
         raise KpipeError(f"{source} classifies pairs of texts; kpipe export handles single texts only")
     target = source.parent / portable_name(source.name, fmt, quantize)
     if target.exists():
         raise KpipeError(f"{target} exists already; delete it to export again (exports are never overwritten)")
-    return PortablePlan(source, target, fmt, quantize, preprocessing_spec(source, config), found)
+    return PortablePlan(source, target, fmt, quantize, preprocessing_spec(source, config, fmt), found)
 
 
 def write_portable(plan: PortablePlan) -> Path:
     """Write `plan`'s folder: into a temporary folder, flushed, then renamed into place."""
     source, target, fmt, quantize, spec, found = (plan.source, plan.target, plan.fmt, plan.quantize, plan.spec,
                                                   plan.manifest)
+    members = spec["members"] if spec["kind"] == "ensemble" else [spec]
     tmp = source.parent / tmp_name()
     tmp.mkdir()
     try:
-        write_network(source, tmp / MODEL_FILES[fmt], fmt, quantize, spec)
-        for name in ("labels.txt", "vocabulary.txt", "idf.npy", "multi_label.json", "features.json"):
+        for member in members:
+            write_network(source / member["keras"], tmp / member["network"], fmt, quantize, member)
+            for name in (member.get("vocabulary"), member.get("idf")):
+                if name:
+                    shutil.copy2(source / name, tmp / name)
+        for name in ("labels.txt", "multi_label.json", "features.json"):
             if (source / name).exists():
                 shutil.copy2(source / name, tmp / name)
         (tmp / PREPROCESSING_FILE).write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
         (tmp / manifest.MANIFEST_FILE).write_text(json.dumps(
             {**found, "format": fmt, "quantization": quantize, "source_version": source.name,
-             "network_file": MODEL_FILES[fmt], "portable_kpipe_version": manifest.kpipe_version()},
+             "network_files": [m["network"] for m in members], "portable_kpipe_version": manifest.kpipe_version()},
             indent=2, sort_keys=True) + "\n", encoding="utf-8")
         fsync_tree(tmp)
         tmp.rename(target)
@@ -110,43 +115,63 @@ def write_portable(plan: PortablePlan) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    size = (target / MODEL_FILES[fmt]).stat().st_size
-    log.info("Wrote %s (%s, quantization %s, %.1f KiB network)", target, fmt, quantize, size / 1024)
+    size = sum((target / m["network"]).stat().st_size for m in members)
+    log.info("Wrote %s (%s, quantization %s, %.1f KiB of network)", target, fmt, quantize, size / 1024)
     return target
 
 
-def preprocessing_spec(source: Path, config: dict) -> dict:
-    """What `kpipe.portable.text` needs to turn raw strings into the network's inputs, from the export's config."""
+def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
+    """What the runtime needs for each network: the Keras file it comes from, the file it becomes, and how
+    `kpipe.portable.text` turns raw strings into its inputs (or, for a forecaster, where its scaling is). An
+    ensemble lists its members with their weights (chosen on validation, from the export's metrics.json)."""
     pre, model = config["preprocessing"], config["model"]
     if model["family"] == "rnn_forecaster":  # raw windows: scaled, forecast and unscaled by the runtime
         features = json.loads((source / "features.json").read_text(encoding="utf-8"))
         return {"kind": "windows", "window": features["window"], "num_features": len(features["features"]),
-                "features": "features.json"}
+                "features": "features.json", "keras": "model.keras", "network": MODEL_FILES[fmt]}
+    if model["family"] != "ensemble":
+        return member_spec(source, pre, model, "", fmt)
+    if model["sequence"].get("family", "rnn_classifier") != "rnn_classifier" or model.get("sequence_members", 1) != 1:
+        raise KpipeError(f"{source} is an ensemble with a pretrained encoder or several sequence members; kpipe "
+                         "export handles ensembles of an n-gram model and recurrent classifiers")
+    report = json.loads((source / "metrics.json").read_text(encoding="utf-8"))["ensemble"]
+    ngram, recurrent = report["ngram_weight"], report.get("recurrent_weight", 0.0)
+    members = [{**member_spec(source, pre, model["ngrams"], "ngrams", fmt), "weight": ngram}]
+    if model.get("recurrent"):
+        members.append({**member_spec(source, model.get("recurrent_preprocessing") or pre, model["recurrent"],
+                                      "recurrent", fmt), "weight": recurrent})
+    members.append({**member_spec(source, pre, model["sequence"], "", fmt), "weight": 1.0 - ngram - recurrent})
+    return {"kind": "ensemble", "members": members}
+
+
+def member_spec(source: Path, pre: dict, model: dict, role: str, fmt: str) -> dict:
+    """One classifier network's spec; `role` names an ensemble member's files ("ngrams" -> ngrams_model.keras)."""
+    prefix = f"{role}_" if role else ""
     if pre.get("tokenizer", "words") != "words":
         raise KpipeError(f"{source} uses the {pre['tokenizer']} tokenizer; kpipe export handles word vocabularies")
-    common = {"standardize": pre["standardize"], "split": pre["split"]}
-    if model["family"] == "rnn_classifier":
+    files = {"keras": f"{prefix}model.keras", "network": f"{prefix}{MODEL_FILES[fmt]}",
+             "vocabulary": f"{prefix}vocabulary.txt"}
+    common = {"standardize": pre["standardize"], "split": pre["split"], **files}
+    if model.get("family", "rnn_classifier") == "rnn_classifier":
         return {"kind": "word_ids", **common, "sequence_length": pre["sequence_length"],
-                "truncating": pre["truncating"], "vocabulary": "vocabulary.txt"}
-    if not (source / "idf.npy").exists():
-        raise KpipeError(f"{source} was exported by an older kpipe without its n-gram idf (idf.npy); run the pipeline "
-                         "again to export it")
+                "truncating": pre["truncating"]}
+    if not (source / f"{prefix}idf.npy").exists():
+        raise KpipeError(f"{source} was exported by an older kpipe without its n-gram idf ({prefix}idf.npy); run the "
+                         "pipeline again to export it")
     return {"kind": "ngram_counts", **common, "ngrams": model["ngrams"], "char_ngrams": model["char_ngrams"],
-            "weighting": "binary" if model["weighting"] == "nb" else model["weighting"],
-            "vocabulary": "vocabulary.txt", "idf": "idf.npy"}
+            "weighting": "binary" if model["weighting"] == "nb" else model["weighting"], "idf": f"{prefix}idf.npy"}
 
 
-def network(source: Path):
+def network(keras_file: Path):
     """The export's Keras model for inference: dropout removed (it does nothing at inference, but its random
     state is a variable the converters cannot freeze), a dense input for n-gram models (they read sparse
     features in training), called once (Keras exports only built models)."""
     import keras
 
     from kpipe.exports.custom_layers import register_custom_layers
-    from kpipe.exports.open import load_keras_model_file
 
-    trained = load_keras_model_file(source)
     register_custom_layers()
+    trained = keras.saving.load_model(keras_file, compile=False)
     if getattr(trained.inputs[0], "sparse", False):
         model = sparse_ngram_network(trained)
         model([np.zeros((1, 1), "int32"), np.zeros((1, 1), "float32")])
@@ -200,8 +225,8 @@ def _without_dropout(config):
     return config
 
 
-def write_network(source: Path, path: Path, fmt: str, quantize: str, spec: dict) -> None:
-    model = network(source)
+def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: dict) -> None:
+    model = network(keras_file)
     if fmt == "onnx":
         model.export(str(path), format="onnx", verbose=False)
         if quantize == "int8":

@@ -19,7 +19,8 @@ import numpy as np
 from kpipe.errors import KpipeError, MissingDependencyError
 from kpipe.portable.text import NgramCounts, WordIds
 
-RUNTIMES = {"onnx": ("onnxruntime", "pip install onnxruntime"), "litert": ("ai_edge_litert", "pip install ai-edge-litert")}
+RUNTIMES = {"onnx": ("onnxruntime", "pip install onnxruntime"),
+            "litert": ("ai_edge_litert", "pip install ai-edge-litert")}
 
 
 def is_portable(folder: str | Path) -> bool:
@@ -106,29 +107,52 @@ def _input_order(name: str) -> tuple:
     return "values" in name, name
 
 
+@dataclasses.dataclass
+class Member:
+    """One network of a portable classifier: its preprocessing, the network, and its weight in the average."""
+
+    preprocess: WordIds | NgramCounts
+    network: Network
+    weight: float
+    fixed_length: int  # LiteRT's recurrent networks take ids padded to this length; 0: the batch's longest
+
+    def probabilities(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(self.preprocess, WordIds):
+            inputs = (self.preprocess(texts, self.fixed_length or None),)
+        else:
+            inputs = self.preprocess.sparse(texts)
+        output = np.asarray(self.network(*inputs), np.float32)
+        return np.concatenate([1.0 - output, output], axis=1) if output.shape[1] == 1 else output
+
+
+def member(folder: Path, spec: dict, fmt: str) -> Member:
+    vocabulary = (folder / spec["vocabulary"]).read_text(encoding="utf-8").split("\n")[:-1]
+    if spec["kind"] == "word_ids":
+        preprocess = WordIds(vocabulary, standardize=spec["standardize"], split=spec["split"],
+                             sequence_length=spec["sequence_length"], truncating=spec["truncating"])
+    else:
+        preprocess = NgramCounts(vocabulary, np.load(folder / spec["idf"]), standardize=spec["standardize"],
+                                 split=spec["split"], ngrams=spec["ngrams"], char_ngrams=spec["char_ngrams"],
+                                 weighting=spec["weighting"])
+    fixed = spec["sequence_length"] if spec["kind"] == "word_ids" and fmt == "litert" else 0
+    return Member(preprocess, Network(folder / spec["network"], fmt), float(spec.get("weight", 1.0)), fixed)
+
+
 class PortableClassifier:
-    """A classifier's portable export: preprocessing, network, label names and (several labels) thresholds."""
+    """A classifier's portable export: preprocessing and network (or an ensemble's, with their weights), label
+    names and (several labels) thresholds."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         self.manifest = json.loads((folder / "kpipe.json").read_text(encoding="utf-8"))
         _require_task(folder, self.manifest, "classify", "kpipe predict")
         spec = json.loads((folder / "preprocessing.json").read_text(encoding="utf-8"))
-        vocabulary = (folder / spec["vocabulary"]).read_text(encoding="utf-8").split("\n")[:-1]
-        self.kind = spec["kind"]
-        if self.kind == "word_ids":
-            self.preprocess = WordIds(vocabulary, standardize=spec["standardize"], split=spec["split"],
-                                      sequence_length=spec["sequence_length"], truncating=spec["truncating"])
-        else:
-            self.preprocess = NgramCounts(vocabulary, np.load(folder / spec["idf"]), standardize=spec["standardize"],
-                                          split=spec["split"], ngrams=spec["ngrams"], char_ngrams=spec["char_ngrams"],
-                                          weighting=spec["weighting"])
-        self.network = Network(folder / self.manifest["network_file"], self.manifest["format"])
+        fmt = self.manifest["format"]
+        self.members = [member(folder, m, fmt) for m in (spec["members"] if spec["kind"] == "ensemble" else [spec])]
         self.label_names = (folder / "labels.txt").read_text(encoding="utf-8").splitlines()
         multi_label = self.manifest.get("multi_label")
         self.thresholds = np.asarray(multi_label["thresholds"], np.float32) if multi_label else None
         self.separator = multi_label["separator"] if multi_label else "|"
-        self.fixed_length = self.kind == "word_ids" and self.manifest["format"] == "litert"
 
     @classmethod
     def open(cls, folder: str | Path) -> "PortableClassifier":
@@ -140,13 +164,8 @@ class PortableClassifier:
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
         """(batch, classes) probabilities (two columns for a binary sigmoid), or (batch, labels) with several
-        labels per text."""
-        if self.kind == "word_ids":
-            inputs = (self.preprocess(texts, self.preprocess.sequence_length if self.fixed_length else None),)
-        else:
-            inputs = self.preprocess.sparse(texts)
-        output = np.asarray(self.network(*inputs), np.float32)
-        return np.concatenate([1.0 - output, output], axis=1) if output.shape[1] == 1 else output
+        labels per text; an ensemble's are its members' weighted average, as its SavedModel computes them."""
+        return sum(m.weight * m.probabilities(texts) for m in self.members)
 
     def predict(self, texts: Sequence[str]) -> list[PortablePrediction]:
         rows = self.probabilities(list(texts))
@@ -174,7 +193,7 @@ class PortableForecaster:
         self.scale = np.asarray(self.spec["scaler_scale"], np.float32)
         self.half_widths = {int(level): np.asarray(w, np.float32)
                             for level, w in self.spec.get("interval_half_widths", {}).items()}
-        self.network = Network(folder / self.manifest["network_file"], self.manifest["format"])
+        self.network = Network(folder / self.manifest["network_files"][0], self.manifest["format"])
 
     @classmethod
     def open(cls, folder: str | Path) -> "PortableForecaster":

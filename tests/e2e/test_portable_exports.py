@@ -54,8 +54,9 @@ def test_every_format_answers_as_the_savedmodel(exports, tweets, pipeline):
             clear = top2[:, 1] - top2[:, 0] > 0.05
             np.testing.assert_array_equal(got[clear].argmax(axis=1), expected[clear].argmax(axis=1))
         if quantize == "int8":
-            float_size = (source.parent / f"1-{fmt}" / classifier.manifest["network_file"]).stat().st_size
-            assert (classifier.folder / classifier.manifest["network_file"]).stat().st_size < 0.4 * float_size
+            network = classifier.manifest["network_files"][0]
+            float_size = (source.parent / f"1-{fmt}" / network).stat().st_size
+            assert (classifier.folder / network).stat().st_size < 0.4 * float_size
 
 
 def test_kpipe_export_then_predict_without_tensorflow(shared_run, tmp_path):
@@ -136,3 +137,22 @@ def test_a_forecaster_exports_and_forecasts_as_its_savedmodel_without_tensorflow
     answered = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert answered.returncode == 0, answered.stderr[-2000:]
     np.testing.assert_allclose(json.loads(answered.stdout)["forecast"], expected.values, rtol=1e-4)
+
+
+def test_an_ensemble_exports_its_members_and_weights(tmp_path, tweets):
+    """sentiment-ensemble (n-grams + GloVe BiLSTM, weighed on validation): each member becomes a network of its
+    own, averaged with the export's weights, as the SavedModel's one graph averages them."""
+    from kpipe.tasks.named_pipelines import load_pipeline
+    from kpipe.tasks.runner import run_pipeline
+
+    source = run_pipeline(load_pipeline("sentiment-ensemble", [
+        "data.limit=600", "training.epochs=1", "model.ngrams.max_features=3000", "model.ngrams.char_ngrams=3",
+        "model.sequence.units=[8]", f'export.dir="{tmp_path / "saved_models"}"'])).export_dir
+    loaded = tf.saved_model.load(str(source))
+    expected = loaded.serve(tf.constant(tweets))["probabilities"].numpy()
+    weights = json.loads((source / "metrics.json").read_text())["ensemble"]
+    for fmt in ("onnx", "litert"):
+        classifier = PortableClassifier.open(export_portable(source, fmt))
+        assert [round(m.weight, 6) for m in classifier.members] == [
+            round(weights["ngram_weight"], 6), round(1 - weights["ngram_weight"], 6)]
+        np.testing.assert_allclose(classifier.probabilities(tweets), expected, atol=1e-4, err_msg=fmt)
