@@ -201,6 +201,13 @@ def open_serving(args):
             or not args.body_timeout_s > 0 or not args.max_text_kb > 0 or not args.max_batch_kb > 0):
         raise KpipeError("--max-rows-per-request must be at least 0 (0: 4 x --max-batch-size), --limit-concurrency "
                          "at least 1, --header-timeout-s, --body-timeout-s, --max-text-kb and --max-batch-kb above 0")
+    from kpipe.portable.runtime import is_portable
+
+    for model in args.models:
+        where = model.partition("=")[2] if "=" in model and not Path(model).exists() else model
+        if is_portable(where):
+            raise KpipeError(f"{where} is an ONNX/LiteRT export: kpipe serve serves SavedModels (serve the version "
+                             "it was exported from); kpipe predict and batch prediction answer with it")
     # Every model name resolved and the port taken before TensorFlow loads: a mistake fails in a second.
     served = [repository.parse_model_argument(m, args.export_dir) for m in args.models]
     sock = listen.bind(args.host, args.port)

@@ -156,3 +156,12 @@ def test_an_ensemble_exports_its_members_and_weights(tmp_path, tweets):
         assert [round(m.weight, 6) for m in classifier.members] == [
             round(weights["ngram_weight"], 6), round(1 - weights["ngram_weight"], 6)]
         np.testing.assert_allclose(classifier.probabilities(tweets), expected, atol=1e-4, err_msg=fmt)
+
+
+def test_serving_a_portable_export_is_one_line(exports, capsys):
+    folder = exports / "sentiment-bigrams" / "1-onnx"
+    if not folder.exists():
+        export_portable(exports / "sentiment-bigrams" / "1", "onnx")
+    assert main(["serve", str(folder), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "is an ONNX/LiteRT export: kpipe serve serves SavedModels" in err and err.count("\n") == 1
