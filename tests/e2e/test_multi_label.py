@@ -81,6 +81,21 @@ def test_the_export_gives_the_labels_over_their_thresholds(folder, monkeypatch, 
     assert list(written["label"]) == joined and {f"probability_{n}" for n in names} <= set(written.columns)
 
 
+def test_a_portable_export_gives_the_same_labels_over_the_same_thresholds(folder, monkeypatch, capsys):
+    from kpipe.exports.portable import export_portable
+
+    texts = ["the senate vote on the new chip", "goal", "today of the", "robot team law", ""]
+    loaded = tf.saved_model.load(str(export(folder)))
+    reference = loaded.signatures["serving_default"](text=tf.constant(texts))
+    portable = export_portable(export(folder), "onnx")
+    monkeypatch.chdir(folder)
+    assert main(["predict", str(portable), *texts, "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["label"] for r in rows] == [b.decode() for b in reference["labels"].numpy()]
+    np.testing.assert_allclose([list(r["probabilities"].values()) for r in rows],
+                               reference["probabilities"].numpy(), atol=1e-4)
+
+
 def test_served_rows_answer_as_the_savedmodel(folder):
     texts = ["the senate vote on the new chip", "goal match", ""]
     reference = tf.saved_model.load(str(export(folder))).signatures["serving_default"](text=tf.constant(texts))
