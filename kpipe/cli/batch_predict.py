@@ -30,7 +30,7 @@ OUTPUT_SUFFIXES = (".csv", ".tsv", ".parquet", ".jsonl")
 
 @dataclass
 class TextTable:
-    frame: pd.DataFrame   # every input column, kept in the output
+    frame: pd.DataFrame | dict[str, list[str]]  # every input column, kept in the output (a dict for given texts)
     column: str           # the column of texts
     pair_column: str | None = None  # the column of each pair's second text (pair models)
 
@@ -55,10 +55,8 @@ def read_texts(path: str | Path, column: str | None, lines: list[str] | None = N
     Raises:
         KpipeError: unreadable file, or no such column (naming the ones there are).
     """
-    import pandas as pd
-
-    if lines is not None:
-        return TextTable(pd.DataFrame({column or "text": lines}), column or "text")
+    if lines is not None:  # no pandas: answering with a portable export needs only NumPy and its runtime
+        return TextTable({column or "text": lines}, column or "text")
     frame = read_table(path, encoding_fix="re-save it as UTF-8")
     if column is None:
         column = "text" if "text" in frame.columns else frame.columns[0] if len(frame.columns) == 1 else None
@@ -74,10 +72,7 @@ def read_texts(path: str | Path, column: str | None, lines: list[str] | None = N
 
 def pair_table(pairs: list[tuple[str, str]]) -> TextTable:
     """The pairs given on the command line (`--pair FIRST SECOND`), as a table of `text` and `text_pair`."""
-    import pandas as pd
-
-    return TextTable(pd.DataFrame({"text": [a for a, _ in pairs], "text_pair": [b for _, b in pairs]}), "text",
-                     "text_pair")
+    return TextTable({"text": [a for a, _ in pairs], "text_pair": [b for _, b in pairs]}, "text", "text_pair")
 
 
 def check_output(output: str | Path, inputs: str | Path | None) -> Path:
@@ -166,7 +161,8 @@ def predict_file(task: str, model_dir: Path, table: TextTable, output: Path, *, 
     import pandas as pd
 
     found = answers(task, model_dir, table.texts, progress=progress, pairs=table.pairs)
-    clash = [name for name in found.columns if name in table.frame.columns]
+    frame = pd.DataFrame(table.frame) if isinstance(table.frame, dict) else table.frame
+    clash = [name for name in found.columns if name in frame.columns]
     found = found.rename(columns={name: f"predicted_{name}" for name in clash})  # keep the input's own columns
-    write_table(pd.concat([table.frame.reset_index(drop=True), found], axis=1), output)
+    write_table(pd.concat([frame.reset_index(drop=True), found], axis=1), output)
     return len(found)
