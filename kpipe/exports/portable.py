@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 
 QUANTIZATIONS = {"onnx": ("none", "int8"), "litert": ("none", "float16", "int8")}
 MODEL_FILES = {"onnx": "model.onnx", "litert": "model.tflite"}
-FAMILIES = {"classify": ("rnn_classifier", "bag_of_ngrams", "ensemble"), "forecast": ("rnn_forecaster",)}
+FAMILIES = {"classify": ("rnn_classifier", "bag_of_ngrams", "pretrained_classifier", "ensemble"),
+            "forecast": ("rnn_forecaster",)}
 PREPROCESSING_FILE = "preprocessing.json"
 
 
@@ -76,9 +77,9 @@ def plan_portable(model: str | Path, fmt: str, quantize: str = "none",
     found = manifest.read(source)
     if found.get("family") not in FAMILIES.get(found.get("task"), ()):
         raise KpipeError(f"{source} is a {found.get('task')} export of family {found.get('family')}; kpipe export "
-                         "writes ONNX and LiteRT for classifiers of the families rnn_classifier and bag_of_ngrams (and "
-                         "their ensembles) and for rnn_forecaster (pretrained encoders, WordPiece transformers, "
-                         "generators, translators and word vectors are not exported yet)")
+                         "writes ONNX and LiteRT for classifiers of the families rnn_classifier, bag_of_ngrams and "
+                         "pretrained_classifier (WordPiece encoders) and their ensembles, and for rnn_forecaster "
+                         "(transformer_classifier, generators, translators and word vectors are not exported yet)")
     config = tomllib.loads((source / "config.toml").read_text(encoding="utf-8"))
     if config["data"].get("text_pair_column", ""):
         raise KpipeError(f"{source} classifies pairs of texts; kpipe export handles single texts only")
@@ -98,7 +99,7 @@ def write_portable(plan: PortablePlan) -> Path:
     try:
         for member in members:
             write_network(source / member["keras"], tmp / member["network"], fmt, quantize, member)
-            for name in (member.get("vocabulary"), member.get("idf")):
+            for name in (member.get("vocabulary"), member.get("idf"), member.get("wordpiece")):
                 if name:
                     shutil.copy2(source / name, tmp / name)
         for name in ("labels.txt", "multi_label.json", "features.json"):
@@ -131,9 +132,9 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
                 "features": "features.json", "keras": "model.keras", "network": MODEL_FILES[fmt]}
     if model["family"] != "ensemble":
         return member_spec(source, pre, model, "", fmt)
-    if model["sequence"].get("family", "rnn_classifier") != "rnn_classifier" or model.get("sequence_members", 1) != 1:
-        raise KpipeError(f"{source} is an ensemble with a pretrained encoder or several sequence members; kpipe "
-                         "export handles ensembles of an n-gram model and recurrent classifiers")
+    if model.get("sequence_members", 1) != 1:
+        raise KpipeError(f"{source} is an ensemble of several sequence members, of which the export keeps one Keras "
+                         "model; kpipe export handles ensembles with one sequence member")
     report = json.loads((source / "metrics.json").read_text(encoding="utf-8"))["ensemble"]
     ngram, recurrent = report["ngram_weight"], report.get("recurrent_weight", 0.0)
     members = [{**member_spec(source, pre, model["ngrams"], "ngrams", fmt), "weight": ngram}]
@@ -147,6 +148,14 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
 def member_spec(source: Path, pre: dict, model: dict, role: str, fmt: str) -> dict:
     """One classifier network's spec; `role` names an ensemble member's files ("ngrams" -> ngrams_model.keras)."""
     prefix = f"{role}_" if role else ""
+    if model.get("family") == "pretrained_classifier":
+        if not (source / f"{prefix}wordpiece.json").exists():
+            raise KpipeError(f"{source} has no {prefix}wordpiece.json: its encoder's tokenizer is not WordPiece (BPE "
+                             "and SentencePiece are not exported yet), or an older kpipe exported it; run the "
+                             "pipeline again with this kpipe")
+        return {"kind": "wordpiece", "keras": f"{prefix}model.keras", "network": f"{prefix}{MODEL_FILES[fmt]}",
+                "vocabulary": f"{prefix}vocabulary.txt", "wordpiece": f"{prefix}wordpiece.json",
+                "sequence_length": pre["sequence_length"]}
     if pre.get("tokenizer", "words") != "words":
         raise KpipeError(f"{source} uses the {pre['tokenizer']} tokenizer; kpipe export handles word vocabularies")
     files = {"keras": f"{prefix}model.keras", "network": f"{prefix}{MODEL_FILES[fmt]}",
@@ -178,7 +187,8 @@ def network(keras_file: Path):
         return model
     model = keras.Model.from_config(_without_dropout(trained.get_config()))
     model.set_weights(trained.get_weights())
-    model(np.zeros([1] + [d or 1 for d in model.inputs[0].shape[1:]], str(model.inputs[0].dtype)))
+    model(keras.tree.map_structure(lambda spec: np.zeros([1] + [d or 1 for d in spec.shape[1:]], str(spec.dtype)),
+                                   model.input))
     return model
 
 
@@ -216,9 +226,14 @@ def sparse_ngram_network(trained):
 
 
 def _without_dropout(config):
-    """A Keras config with every dropout rate set to 0."""
+    """A Keras config for inference: every dropout rate 0, and float32 where a layer computed in mixed precision
+    (its weights are float32 already; the runtimes have no bfloat16 kernels for these graphs)."""
     if isinstance(config, dict):
+        if config.get("class_name") == "DTypePolicy" and str(config.get("config", {}).get("name", "")).startswith(
+                "mixed_"):
+            return {**config, "config": {**config["config"], "name": "float32"}}
         return {k: (0.0 if k in ("dropout", "recurrent_dropout", "rate") and isinstance(v, float) else
+                    "float32" if k == "dtype" and isinstance(v, str) and v.startswith("mixed_") else
                     _without_dropout(v)) for k, v in config.items()}
     if isinstance(config, list):
         return [_without_dropout(v) for v in config]
@@ -244,6 +259,10 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
     if spec["kind"] == "word_ids":  # a masked recurrent loop converts with static shapes only
         function = tf.function(lambda x: model(x, training=False),
                                input_signature=[tf.TensorSpec([1, spec["sequence_length"]], tf.int32)])
+    elif spec["kind"] == "wordpiece":  # a pretrained encoder: its inputs by name, padded to the sequence length
+        signature = {name: tf.TensorSpec([1, spec["sequence_length"]], tf.as_dtype(str(tensor.dtype)), name=name)
+                     for name, tensor in model.input.items()}
+        function = tf.function(lambda inputs: model(inputs, training=False), input_signature=[signature])
     elif spec["kind"] == "windows":  # so does the forecaster's
         function = tf.function(lambda x: model(x, training=False), input_signature=[
             tf.TensorSpec([1, spec["window"], spec["num_features"]], tf.float32)])

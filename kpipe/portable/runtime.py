@@ -18,7 +18,10 @@ import numpy as np
 
 from kpipe.errors import KpipeError, MissingDependencyError
 from kpipe.portable.text import NgramCounts, WordIds
+from kpipe.portable.wordpiece import WordPieceIds
 
+ONNX_TYPES = {"tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(bool)": np.bool_,
+              "tensor(float)": np.float32}
 RUNTIMES = {"onnx": ("onnxruntime", "pip install onnxruntime"),
             "litert": ("ai_edge_litert", "pip install ai-edge-litert")}
 
@@ -72,8 +75,11 @@ class Network:
         except ImportError:
             raise MissingDependencyError(f"{path} runs with {module}, which is not installed; {install}") from None
 
-    def __call__(self, *inputs: np.ndarray) -> np.ndarray:
-        """The network on `inputs` (one array, or the n-gram ids and values), batch first."""
+    def __call__(self, *inputs) -> np.ndarray:
+        """The network on `inputs` (one array, the n-gram ids and values, or one dict of named arrays), batch
+        first."""
+        if len(inputs) == 1 and isinstance(inputs[0], dict):  # a pretrained encoder's named inputs
+            return self._named(inputs[0])
         if self.fmt == "onnx":
             return self.session.run(None, dict(zip(self.input_names, inputs)))[0]
         rows = []
@@ -86,6 +92,25 @@ class Network:
                 details = self._inputs()
             for detail, row in zip(details, rows_i):
                 self.interpreter.set_tensor(detail["index"], row)
+            self.interpreter.invoke()
+            rows.append(self.interpreter.get_tensor(self.output_index)[0].copy())
+        return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
+
+    def _named(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """Named inputs, each cast to the dtype the network declares for it (matched by name)."""
+        if self.fmt == "onnx":
+            found = {i.name: i.type for i in self.session.get_inputs()}
+            feed = {}
+            for name, kind in found.items():
+                array = next(a for key, a in inputs.items() if key in name)
+                feed[name] = array.astype(ONNX_TYPES[kind])
+            return self.session.run(None, feed)[0]
+        details = self.interpreter.get_input_details()
+        rows = []
+        for i in range(len(next(iter(inputs.values())))):
+            for detail in details:
+                array = next(a for key, a in inputs.items() if key in detail["name"])
+                self.interpreter.set_tensor(detail["index"], array[i:i + 1].astype(detail["dtype"]))
             self.interpreter.invoke()
             rows.append(self.interpreter.get_tensor(self.output_index)[0].copy())
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
@@ -111,13 +136,15 @@ def _input_order(name: str) -> tuple:
 class Member:
     """One network of a portable classifier: its preprocessing, the network, and its weight in the average."""
 
-    preprocess: WordIds | NgramCounts
+    preprocess: WordIds | NgramCounts | WordPieceIds
     network: Network
     weight: float
     fixed_length: int  # LiteRT's recurrent networks take ids padded to this length; 0: the batch's longest
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
-        if isinstance(self.preprocess, WordIds):
+        if isinstance(self.preprocess, WordPieceIds):
+            inputs = (self.preprocess(texts, self.fixed_length or None),)  # a dict, fed by name
+        elif isinstance(self.preprocess, WordIds):
             inputs = (self.preprocess(texts, self.fixed_length or None),)
         else:
             inputs = self.preprocess.sparse(texts)
@@ -127,14 +154,17 @@ class Member:
 
 def member(folder: Path, spec: dict, fmt: str) -> Member:
     vocabulary = (folder / spec["vocabulary"]).read_text(encoding="utf-8").split("\n")[:-1]
-    if spec["kind"] == "word_ids":
+    if spec["kind"] == "wordpiece":
+        settings = json.loads((folder / spec["wordpiece"]).read_text(encoding="utf-8"))
+        preprocess = WordPieceIds(vocabulary, settings)
+    elif spec["kind"] == "word_ids":
         preprocess = WordIds(vocabulary, standardize=spec["standardize"], split=spec["split"],
                              sequence_length=spec["sequence_length"], truncating=spec["truncating"])
     else:
         preprocess = NgramCounts(vocabulary, np.load(folder / spec["idf"]), standardize=spec["standardize"],
                                  split=spec["split"], ngrams=spec["ngrams"], char_ngrams=spec["char_ngrams"],
                                  weighting=spec["weighting"])
-    fixed = spec["sequence_length"] if spec["kind"] == "word_ids" and fmt == "litert" else 0
+    fixed = spec["sequence_length"] if spec["kind"] in ("word_ids", "wordpiece") and fmt == "litert" else 0
     return Member(preprocess, Network(folder / spec["network"], fmt), float(spec.get("weight", 1.0)), fixed)
 
 

@@ -64,6 +64,28 @@ def with_truncation(preprocessor, truncating: str):
     return preprocessor if truncating == "post" else TruncatingPreprocessor(preprocessor, truncating)
 
 
+def portable_settings(preprocessor, truncating: str) -> dict | None:
+    """What a runtime without TensorFlow needs to tokenize and pack texts as `preprocessor` does
+    (`kpipe.portable.wordpiece`), or None for tokenizers other than WordPiece (BPE, SentencePiece)."""
+    import keras_hub
+
+    tokenizer = preprocessor.tokenizer
+    if not isinstance(tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
+        return None
+    preset_preprocessor = getattr(preprocessor, "preprocessor", preprocessor)
+    if preset_preprocessor.packer is None:  # keras-hub builds it on the first call
+        preset_preprocessor(tf.constant([""]))
+    packer = preset_preprocessor.packer
+    config = tokenizer.get_config()
+    return {"tokenizer": {key: config[key] for key in ("lowercase", "strip_accents", "split", "suffix_indicator",
+                                                        "oov_token")}
+            | {"split_on_cjk": bool(getattr(tokenizer, "split_on_cjk", True)),
+               "special_tokens": list(config.get("special_tokens") or [])},
+            "packer": {"sequence_length": int(packer.sequence_length), "start_value": list(packer.start_value),
+                       "end_value": list(packer.end_value), "pad_value": int(packer.pad_value)},
+            "truncating": truncating}
+
+
 def load_run_preprocessor(preset: str, pre: TextPreprocessingConfig):
     """The preset's preprocessor as a run's `[preprocessing]` asks: `sequence_length` tokens at most (special
     tokens included), a longer text cut as `truncating` says.

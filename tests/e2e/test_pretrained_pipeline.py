@@ -135,3 +135,28 @@ def test_a_fine_tune_killed_after_its_head_phase_resumes_to_the_uninterrupted_re
     assert resumed["accuracy"] == uninterrupted["accuracy"]
     for w, ref_w in zip(*(kpipe.load_keras_model(e).get_weights() for e in exports), strict=True):
         np.testing.assert_allclose(w, ref_w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_portable_export_answers_as_the_savedmodel_with_word_pieces_in_numpy(trained):
+    """The fine-tuned encoder as ONNX and LiteRT, its WordPiece tokenizer and packer in NumPy (the long text cut
+    head and tail, as in training). The portable networks compute in float32: ONNX (each batch padded to its
+    longest text) and LiteRT (every text padded to the sequence length) agree within 1e-4; the SavedModel computes
+    as the run trained, in bfloat16 on CPUs with bfloat16 units (precision "auto"), so they agree with it within
+    bfloat16's rounding, and on every label."""
+    import keras_hub  # noqa: F401  (registers the backbone for model.keras)
+
+    from kpipe.exports.portable import export_portable
+    from kpipe.portable.runtime import PortableClassifier
+
+    folder, _ = trained
+    export = folder / "saved_models" / "sentiment-minilm" / "1"
+    loaded = tf.saved_model.load(str(export))
+    expected = loaded.serve(tf.constant(TEXTS))["probabilities"].numpy()
+    found = {fmt: PortableClassifier.open(export_portable(export, fmt)).probabilities(TEXTS)
+             for fmt in ("onnx", "litert")}
+    np.testing.assert_allclose(found["onnx"], found["litert"], atol=1e-4)
+    from kpipe.training.precision import resolve_precision
+
+    bfloat16 = resolve_precision("auto") == "mixed_bfloat16"  # the precision the run trained and exported in
+    np.testing.assert_allclose(found["onnx"], expected, atol=1e-2 if bfloat16 else 1e-4)
+    np.testing.assert_array_equal(found["onnx"].argmax(axis=1), expected.argmax(axis=1))

@@ -69,6 +69,8 @@ class Member:
     embed: Callable[[tf.Tensor], tf.Tensor] | None = None
     # An ensemble member's part, naming its files in the export ("ngrams", "recurrent"); "" for the main model.
     role: str = ""
+    # A pretrained encoder's WordPiece tokenizer and packer settings, for exports that run without TensorFlow.
+    tokenizer_settings: dict | None = None
 
     def probabilities(self, texts: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """(n, classes) class probabilities for `texts` (two columns for a binary sigmoid); with several labels
@@ -190,7 +192,8 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
                                   "length_seconds": round(tokenize_seconds, 2)}},
                   # A pair's vector would embed the pair, not a sentence: pair models have no `embed`
                   embed=None if splits.pairs else lambda text: encoder(pretrained_inputs.encode(preprocessor, text),
-                                                                       training=False))
+                                                                       training=False),
+                  tokenizer_settings=pretrained_inputs.portable_settings(preprocessor, pre.truncating))
 
 
 # === Sequence models: (Bi)LSTM/GRU and transformer encoders ===

@@ -138,10 +138,13 @@ def write_classifier_export(path: Path, *, members: Sequence[Member], weights: S
         if member.role:  # an ensemble's n-gram and recurrent members, beside the main model
             member.model.save(path / f"{member.role}_model.keras")
             (path / f"{member.role}_vocabulary.txt").write_text("\n".join(member.vocabulary) + "\n", encoding="utf-8")
-    for member in members:  # the n-gram features' idf, which `kpipe export` writes beside a portable network
+    for member in members:  # what `kpipe export` needs beside a portable network: n-gram idf, WordPiece settings
+        prefix = f"{member.role}_" if member.role else ""
         for item in member.tracked:
             if isinstance(item, NgramFeatures):
-                np.save(path / f"{member.role + '_' if member.role else ''}idf.npy", item.idf.numpy())
+                np.save(path / f"{prefix}idf.npy", item.idf.numpy())
+        if member.tokenizer_settings is not None:
+            reporting.write_json(member.tokenizer_settings, path / f"{prefix}wordpiece.json")
     pretraining = main.report.get("masked_lm_pretraining")
     if pretraining and pretraining["history"]:
         reporting.plot_training_curves(pretraining["history"], path / "masked_lm_curves.png",
