@@ -38,7 +38,8 @@ folder, fmt, texts_file = sys.argv[1], sys.argv[2], sys.argv[3]
 texts, labels = json.load(open(texts_file))
 if fmt == "savedmodel":
     import tensorflow as tf
-    loaded = tf.saved_model.load(folder)
+    from kpipe.exports.saved_model import load_saved_model  # registers TensorFlow Text's ops (WordPiece) first
+    loaded = load_saved_model(folder)
     def predict(batch):
         return loaded.serve(tf.constant(batch))["probabilities"].numpy()
 else:

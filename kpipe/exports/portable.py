@@ -4,7 +4,7 @@ The network takes numbers (token ids, or dense n-gram features) and becomes `mod
 dynamic batch and length) or `model.tflite` (LiteRT builtin ops only, so the standalone `ai-edge-litert` runs it:
 one text per call, ids padded to the full sequence length, because a masked recurrent loop converts only with
 static shapes). The text preprocessing it needs is written beside it as data (`preprocessing.json`, the
-vocabulary, the n-gram idf) for `kpipe.portable.text`. Quantization: "int8" is dynamic-range (int8 weights,
+vocabulary, the n-gram idf) for `kpipe.portable.text`. Quantization: "int8" is dynamic-range (int8 weights, per channel for ONNX,
 float activations: no calibration set needed), "float16" halves the weights (LiteRT only).
 
 The folder sits beside the SavedModel version it came from (`saved_models/NAME/1-onnx`, `1-litert-int8`) and
@@ -250,7 +250,7 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
             plain = path.with_suffix(".float.onnx")
             path.rename(plain)
             with contextlib.redirect_stdout(io.StringIO()):  # it prints the graph's shapes it infers
-                quantize_dynamic(str(plain), str(path), weight_type=QuantType.QInt8)
+                quantize_dynamic(str(plain), str(path), weight_type=QuantType.QInt8, per_channel=True)
             plain.unlink()
         return
     import tensorflow as tf

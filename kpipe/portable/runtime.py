@@ -9,6 +9,7 @@ Keras: a service needs numpy, onnxruntime or ai-edge-litert, and this package.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -120,6 +121,17 @@ class Network:
         return sorted(self.interpreter.get_input_details(), key=lambda d: _input_order(d["name"]))
 
 
+@contextlib.contextmanager
+def _written_by_this_kpipe(folder: Path):
+    """A folder whose files this kpipe cannot read (another version wrote it): one line naming the fix."""
+    try:
+        yield
+    except (KeyError, FileNotFoundError, ValueError, TypeError) as error:
+        written = json.loads((folder / "kpipe.json").read_text(encoding="utf-8")).get("portable_kpipe_version", "?")
+        raise KpipeError(f"{folder} was written by kpipe {written} and this kpipe cannot read it ({type(error).__name__}"
+                         f": {error}); delete it and run `kpipe export` again") from None
+
+
 def _require_task(folder: Path, manifest: dict, task: str, command: str) -> None:
     if manifest.get("task") != task:
         raise KpipeError(f"{folder} is a portable {manifest.get('task')} export, not a {task} one; {command} "
@@ -190,7 +202,8 @@ class PortableClassifier:
         if not is_portable(path):
             raise KpipeError(f"{path} is not a portable export (no kpipe.json naming an onnx or litert network); "
                              "write one with `kpipe export MODEL --format onnx`")
-        return cls(path)
+        with _written_by_this_kpipe(path):
+            return cls(path)
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
         """(batch, classes) probabilities (two columns for a binary sigmoid), or (batch, labels) with several
@@ -230,7 +243,8 @@ class PortableForecaster:
         path = Path(folder)
         if not is_portable(path):
             raise KpipeError(f"{path} is not a portable export; write one with `kpipe export MODEL --format onnx`")
-        return cls(path)
+        with _written_by_this_kpipe(path):
+            return cls(path)
 
     def serve(self, window: np.ndarray) -> dict[str, np.ndarray]:
         """`window` (batch, window, features) in original units -> {"forecast", "lower_80", "upper_80", ...}, each
