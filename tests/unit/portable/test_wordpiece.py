@@ -19,7 +19,7 @@ EDGE_CASES = ["", "ÉTÉ Café İstanbul ÀÖ ﬁne", "can't won't", "a\u00a0b\t
 @pytest.fixture(scope="module")
 def tweets_and_vocabulary():
     splits = load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets-sentiment"))
-    train = np.array([str(t) for t in splits.train.texts[:6000]], dtype=object)
+    train = np.array([str(t) for t in splits.train.texts[:2000]], dtype=object)
     vocabulary = fit_vocabulary(train, TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=3000))
     return [str(t) for t in splits.test.texts[:1500]] + EDGE_CASES, vocabulary
 
