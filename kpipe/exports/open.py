@@ -57,17 +57,18 @@ def _load_saved_model(path: Path):
     return load_saved_model(path)
 
 
-def load_keras_model_file(path: Path):
-    """`path/model.keras`, with kpipe's (and keras-hub's) custom classes registered, without its optimizer."""
+def load_keras_model_file(path: Path, name: str = "model.keras"):
+    """`path/name` (an export's model.keras, or an ensemble member's), with kpipe's (and keras-hub's) custom
+    classes registered, without its optimizer."""
     import keras
 
     from kpipe.exports.custom_layers import register_custom_layers
 
-    if not (path / "model.keras").is_file():
-        raise ModelNotFoundError(f"{path} has no model.keras: not a kpipe export (or one written before kpipe "
+    if not (path / name).is_file():
+        raise ModelNotFoundError(f"{path} has no {name}: not a kpipe export (or one written before kpipe "
                                  "kept the Keras model)")
     register_custom_layers()
-    return keras.saving.load_model(path / "model.keras", compile=False)
+    return keras.saving.load_model(path / name, compile=False)
 
 
 LOADERS: dict[str, Callable[[Path], Any]] = {"saved_model": _load_saved_model, "keras": load_keras_model_file,

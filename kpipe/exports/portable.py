@@ -26,6 +26,7 @@ import numpy as np
 
 from kpipe.errors import KpipeError
 from kpipe.exports import manifest
+from kpipe.portable.runtime import PREPROCESSING_FILE
 from kpipe.exports.versions import tmp_name, fsync_dir, fsync_tree, resolve_model_dir
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,6 @@ QUANTIZATIONS = {"onnx": ("none", "int8"), "litert": ("none", "float16", "int8")
 MODEL_FILES = {"onnx": "model.onnx", "litert": "model.tflite"}
 FAMILIES = {"classify": ("rnn_classifier", "bag_of_ngrams", "pretrained_classifier", "ensemble"),
             "forecast": ("rnn_forecaster",)}
-PREPROCESSING_FILE = "preprocessing.json"
 
 
 def portable_name(version: str, fmt: str, quantize: str) -> str:
@@ -177,10 +177,9 @@ def network(keras_file: Path):
     features in training), called once (Keras exports only built models)."""
     import keras
 
-    from kpipe.exports.custom_layers import register_custom_layers
+    from kpipe.exports.open import load_keras_model_file
 
-    register_custom_layers()
-    trained = keras.saving.load_model(keras_file, compile=False)
+    trained = load_keras_model_file(keras_file.parent, keras_file.name)
     if getattr(trained.inputs[0], "sparse", False):
         model = sparse_ngram_network(trained)
         model([np.zeros((1, 1), "int32"), np.zeros((1, 1), "float32")])
@@ -278,12 +277,3 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
     if quantize == "float16":
         converter.target_spec.supported_types = [tf.float16]
     path.write_bytes(converter.convert())
-
-
-def variables_bytes(source: Path) -> int:
-    """The size of a SavedModel's variables (what the issue compares quantized files with)."""
-    return sum(p.stat().st_size for p in (source / "variables").iterdir())
-
-
-def numpy_sizes(arrays: list[np.ndarray]) -> int:
-    return int(sum(a.nbytes for a in arrays))

@@ -9,7 +9,6 @@ Keras: a service needs numpy, onnxruntime or ai-edge-litert, and this package.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -21,6 +20,8 @@ from kpipe.errors import KpipeError, MissingDependencyError
 from kpipe.portable.text import NgramCounts, WordIds
 from kpipe.portable.wordpiece import WordPieceIds
 
+MANIFEST_FILE = "kpipe.json"  # as kpipe.exports.manifest names it (that module is a layer above this one)
+PREPROCESSING_FILE = "preprocessing.json"  # the networks and their text preprocessing (kpipe.exports.portable)
 ONNX_TYPES = {"tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(bool)": np.bool_,
               "tensor(float)": np.float32}
 RUNTIMES = {"onnx": ("onnxruntime", "pip install onnxruntime"),
@@ -29,7 +30,7 @@ RUNTIMES = {"onnx": ("onnxruntime", "pip install onnxruntime"),
 
 def is_portable(folder: str | Path) -> bool:
     """Whether `folder` holds a portable export (read from its manifest, without loading anything)."""
-    path = Path(folder) / "kpipe.json"
+    path = Path(folder) / MANIFEST_FILE
     try:
         return json.loads(path.read_text(encoding="utf-8")).get("format") in RUNTIMES
     except (OSError, ValueError, AttributeError):
@@ -83,8 +84,8 @@ class Network:
             return self._named(inputs[0])
         if self.fmt == "onnx":
             return self.session.run(None, dict(zip(self.input_names, inputs)))[0]
-        rows = []
-        for i in range(len(inputs[0])):  # LiteRT's recurrent loop converts with static shapes: one text per call
+
+        def set_row(i: int) -> None:
             details, rows_i = self._inputs(), [array[i:i + 1] for array in inputs]
             if any(tuple(d["shape"]) != row.shape for d, row in zip(details, rows_i)):  # n-grams: another length
                 for detail, row in zip(details, rows_i):
@@ -93,9 +94,7 @@ class Network:
                 details = self._inputs()
             for detail, row in zip(details, rows_i):
                 self.interpreter.set_tensor(detail["index"], row)
-            self.interpreter.invoke()
-            rows.append(self.interpreter.get_tensor(self.output_index)[0].copy())
-        return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
+        return self._each_row(len(inputs[0]), set_row)
 
     def _named(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """Named inputs, each cast to the dtype the network declares for it (matched by name)."""
@@ -107,11 +106,18 @@ class Network:
                 feed[name] = array.astype(ONNX_TYPES[kind])
             return self.session.run(None, feed)[0]
         details = self.interpreter.get_input_details()
-        rows = []
-        for i in range(len(next(iter(inputs.values())))):
+
+        def set_row(i: int) -> None:
             for detail in details:
                 array = next(a for key, a in inputs.items() if key in detail["name"])
                 self.interpreter.set_tensor(detail["index"], array[i:i + 1].astype(detail["dtype"]))
+        return self._each_row(len(next(iter(inputs.values()))), set_row)
+
+    def _each_row(self, count: int, set_row) -> np.ndarray:
+        """LiteRT's networks convert with static shapes (a recurrent loop needs them): one text per call."""
+        rows = []
+        for i in range(count):
+            set_row(i)
             self.interpreter.invoke()
             rows.append(self.interpreter.get_tensor(self.output_index)[0].copy())
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
@@ -119,23 +125,6 @@ class Network:
     def _inputs(self) -> list[dict]:
         """The input details in the order the exporter declared them (ids before values)."""
         return sorted(self.interpreter.get_input_details(), key=lambda d: _input_order(d["name"]))
-
-
-@contextlib.contextmanager
-def _written_by_this_kpipe(folder: Path):
-    """A folder whose files this kpipe cannot read (another version wrote it): one line naming the fix."""
-    try:
-        yield
-    except (KeyError, FileNotFoundError, ValueError, TypeError) as error:
-        written = json.loads((folder / "kpipe.json").read_text(encoding="utf-8")).get("portable_kpipe_version", "?")
-        raise KpipeError(f"{folder} was written by kpipe {written} and this kpipe cannot read it ({type(error).__name__}"
-                         f": {error}); delete it and run `kpipe export` again") from None
-
-
-def _require_task(folder: Path, manifest: dict, task: str, command: str) -> None:
-    if manifest.get("task") != task:
-        raise KpipeError(f"{folder} is a portable {manifest.get('task')} export, not a {task} one; {command} "
-                         f"answers with {task} exports")
 
 
 def _input_order(name: str) -> tuple:
@@ -154,9 +143,7 @@ class Member:
     fixed_length: int  # LiteRT's recurrent networks take ids padded to this length; 0: the batch's longest
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
-        if isinstance(self.preprocess, WordPieceIds):
-            inputs = (self.preprocess(texts, self.fixed_length or None),)  # a dict, fed by name
-        elif isinstance(self.preprocess, WordIds):
+        if isinstance(self.preprocess, (WordIds, WordPieceIds)):  # ids, or a pretrained encoder's named inputs
             inputs = (self.preprocess(texts, self.fixed_length or None),)
         else:
             inputs = self.preprocess.sparse(texts)
@@ -180,30 +167,48 @@ def member(folder: Path, spec: dict, fmt: str) -> Member:
     return Member(preprocess, Network(folder / spec["network"], fmt), float(spec.get("weight", 1.0)), fixed)
 
 
-class PortableClassifier:
-    """A classifier's portable export: preprocessing and network (or an ensemble's, with their weights), label
-    names and (several labels) thresholds."""
+class PortableExport:
+    """What every portable export has: its folder and manifest, for the task it was exported from."""
+
+    task, command = "", ""  # the task a subclass answers with, and the command that does
 
     def __init__(self, folder: Path):
         self.folder = folder
-        self.manifest = json.loads((folder / "kpipe.json").read_text(encoding="utf-8"))
-        _require_task(folder, self.manifest, "classify", "kpipe predict")
-        spec = json.loads((folder / "preprocessing.json").read_text(encoding="utf-8"))
+        self.manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        if self.manifest.get("task") != self.task:
+            raise KpipeError(f"{folder} is a portable {self.manifest.get('task')} export, not a {self.task} one; "
+                             f"{self.command} answers with {self.task} exports")
+
+    @classmethod
+    def open(cls, folder: str | Path):
+        path = Path(folder)
+        if not is_portable(path):
+            raise KpipeError(f"{path} is not a portable export (no {MANIFEST_FILE} naming an onnx or litert "
+                             "network); write one with `kpipe export MODEL --format onnx`")
+        try:
+            return cls(path)
+        except (KeyError, FileNotFoundError, ValueError, TypeError) as error:  # written by another kpipe
+            written = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8")).get("portable_kpipe_version",
+                                                                                          "?")
+            raise KpipeError(f"{path} was written by kpipe {written} and this kpipe cannot read it "
+                             f"({type(error).__name__}: {error}); delete it and run `kpipe export` again") from None
+
+
+class PortableClassifier(PortableExport):
+    """A classifier's portable export: preprocessing and network (or an ensemble's, with their weights), label
+    names and (several labels) thresholds."""
+
+    task, command = "classify", "kpipe predict"
+
+    def __init__(self, folder: Path):
+        super().__init__(folder)
+        spec = json.loads((folder / PREPROCESSING_FILE).read_text(encoding="utf-8"))
         fmt = self.manifest["format"]
         self.members = [member(folder, m, fmt) for m in (spec["members"] if spec["kind"] == "ensemble" else [spec])]
         self.label_names = (folder / "labels.txt").read_text(encoding="utf-8").splitlines()
         multi_label = self.manifest.get("multi_label")
         self.thresholds = np.asarray(multi_label["thresholds"], np.float32) if multi_label else None
         self.separator = multi_label["separator"] if multi_label else "|"
-
-    @classmethod
-    def open(cls, folder: str | Path) -> "PortableClassifier":
-        path = Path(folder)
-        if not is_portable(path):
-            raise KpipeError(f"{path} is not a portable export (no kpipe.json naming an onnx or litert network); "
-                             "write one with `kpipe export MODEL --format onnx`")
-        with _written_by_this_kpipe(path):
-            return cls(path)
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
         """(batch, classes) probabilities (two columns for a binary sigmoid), or (batch, labels) with several
@@ -214,37 +219,28 @@ class PortableClassifier:
         rows = self.probabilities(list(texts))
         names = self.label_names
         if self.thresholds is not None:
-            return [PortablePrediction(text, self.separator.join(n for n, on in zip(names, row >= self.thresholds)
-                                                                 if on), float(row.max()),
-                                       {n: float(p) for n, p in zip(names, row)},
-                                       tuple(n for n, on in zip(names, row >= self.thresholds) if on))
-                    for text, row in zip(texts, rows)]
+            chosen = [tuple(n for n, on in zip(names, row >= self.thresholds) if on) for row in rows]
+            return [PortablePrediction(text, self.separator.join(labels), float(row.max()),
+                                       {n: float(p) for n, p in zip(names, row)}, labels)
+                    for text, row, labels in zip(texts, rows, chosen)]
         return [PortablePrediction(text, names[int(row.argmax())], float(row.max()),
                                    {n: float(p) for n, p in zip(names, row)}) for text, row in zip(texts, rows)]
 
 
-class PortableForecaster:
+class PortableForecaster(PortableExport):
     """A forecaster's portable export: raw windows (original units) in, the next `horizon` values and their
     conformal intervals out, as the SavedModel's `serve` computes them (scaling in NumPy around the network)."""
 
+    task, command = "forecast", "kpipe forecast"
+
     def __init__(self, folder: Path):
-        self.folder = folder
-        self.manifest = json.loads((folder / "kpipe.json").read_text(encoding="utf-8"))
-        _require_task(folder, self.manifest, "forecast", "kpipe forecast")
+        super().__init__(folder)
         self.spec = json.loads((folder / "features.json").read_text(encoding="utf-8"))
         self.mean = np.asarray(self.spec["scaler_mean"], np.float32)
         self.scale = np.asarray(self.spec["scaler_scale"], np.float32)
         self.half_widths = {int(level): np.asarray(w, np.float32)
                             for level, w in self.spec.get("interval_half_widths", {}).items()}
         self.network = Network(folder / self.manifest["network_files"][0], self.manifest["format"])
-
-    @classmethod
-    def open(cls, folder: str | Path) -> "PortableForecaster":
-        path = Path(folder)
-        if not is_portable(path):
-            raise KpipeError(f"{path} is not a portable export; write one with `kpipe export MODEL --format onnx`")
-        with _written_by_this_kpipe(path):
-            return cls(path)
 
     def serve(self, window: np.ndarray) -> dict[str, np.ndarray]:
         """`window` (batch, window, features) in original units -> {"forecast", "lower_80", "upper_80", ...}, each
