@@ -1,0 +1,32 @@
+"""`kpipe export` refuses, in one line and before TensorFlow loads, what it cannot write."""
+
+import json
+
+from kpipe.cli.commands import main
+
+
+def version_folder(tmp_path, **manifest):
+    folder = tmp_path / "saved_models" / "names-char" / "1"
+    folder.mkdir(parents=True)
+    (folder / "saved_model.pb").write_bytes(b"")
+    (folder / "kpipe.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_a_family_that_does_not_export_is_named_with_those_that_do(tmp_path, capsys):
+    folder = version_folder(tmp_path, task="generate", family="char_rnn")
+    assert main(["export", str(folder), "--format", "onnx"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"kpipe: error: {folder} is a generate export of family char_rnn; kpipe export writes ONNX "
+                          "and LiteRT for classifiers of the families rnn_classifier, bag_of_ngrams and "
+                          "pretrained_classifier") and err.count("\n") == 1
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["1"]  # nothing written
+
+
+def test_an_n_gram_export_without_its_idf_says_to_run_the_pipeline_again(tmp_path, capsys):
+    folder = version_folder(tmp_path, task="classify", family="bag_of_ngrams")
+    (folder / "config.toml").write_text('[data]\n[preprocessing]\nstandardize = "lower"\nsplit = "whitespace"\n'
+                                        '[model]\nfamily = "bag_of_ngrams"\nngrams = 2\nchar_ngrams = 0\n'
+                                        'weighting = "tfidf"\n')
+    assert main(["export", str(folder), "--format", "litert"]) == 2
+    assert "without its n-gram idf (idf.npy); run the pipeline again" in capsys.readouterr().err
