@@ -74,12 +74,17 @@ def import_tensorflow_quietly() -> None:
 
 
 def _data_overrides(data: str) -> list[str]:
-    """`--data X` as overrides: tfds:NAME, embedded:NAME, a folder, or a CSV/Parquet file."""
+    """`--data X` as overrides: tfds:NAME, embedded:NAME, shards (a glob, or a folder of table files), a folder
+    of class sub-folders, or a CSV/Parquet file."""
+    from kpipe.datasets.shards import is_shard_pattern
+
     quoted = json.dumps(data.partition(":")[2] if data.startswith(("tfds:", "embedded:")) else data)
     if data.startswith("tfds:"):
         return ["data.source=tfds", f"data.name={quoted}"]
     if data.startswith("embedded:"):
         return ["data.source=embedded", f"data.name={quoted}"]
+    if is_shard_pattern(data):
+        return ["data.source=shards", f"data.path={quoted}"]
     return ["data.source=folder" if Path(data).is_dir() else "data.source=file", f"data.path={quoted}"]
 
 

@@ -60,8 +60,10 @@ SHARED = {
                                         help="override a config value by dotted key, e.g. training.epochs=1 "
                                              "(repeatable)")),
                       (("--data",), dict(metavar="SOURCE", help="data to use instead of the pipeline's: a CSV/Parquet "
-                                                                "file, a folder (one sub-folder per class), tfds:NAME "
-                                                                "or embedded:NAME")),
+                                                                "file, a folder (one sub-folder per class), tfds:NAME, "
+                                                                "embedded:NAME, or shards streamed without loading "
+                                                                "them whole: a quoted glob ('reviews/*.parquet') or a "
+                                                                "folder of table files")),
                       (("--strategy",), dict(help="tf.distribute strategy: auto, default, one_device, mirrored, "
                                                   "multi_worker (cluster in TF_CONFIG) or tpu (same as --set "
                                                   "training.strategy=...)")),

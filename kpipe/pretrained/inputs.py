@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from kpipe.preprocessing.configs import TextPreprocessingConfig
-from kpipe.preprocessing.text import string_tensor, truncate, vectorize
+from kpipe.preprocessing.text import example_rows, string_tensor, truncate, vectorize
 from kpipe.pretrained import presets
 from kpipe.preprocessing.prefetch import prefetched
 
@@ -133,10 +133,11 @@ def make_pretrained_dataset(texts: np.ndarray, labels: np.ndarray, preprocessor,
     Returns:
         Dataset of ({"token_ids", "padding_mask", ...: (batch, time)}, int32 (batch,)), ending in prefetch.
     """
-    ds = tf.data.Dataset.from_tensor_slices((string_tensor(texts), tf.constant(labels, tf.int32)))
-    ds = (ds.batch(1024).map(lambda t, y: (pack(preprocessor, t), y), num_parallel_calls=tf.data.AUTOTUNE)
-          .unbatch().cache())
-    if shuffle:
+    ds, in_memory = example_rows(texts, labels, tf.int32)
+    ds = ds.batch(1024).map(lambda t, y: (pack(preprocessor, t), y), num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    if in_memory:  # streamed rows (see `example_rows`) are neither cached nor shuffled here
+        ds = ds.cache()
+    if shuffle and in_memory:
         ds = ds.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
     if boundaries:
         ds = ds.bucket_by_sequence_length(

@@ -93,7 +93,10 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
 
 
 def _shard_by_example(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    # Datasets built from in-memory arrays have no files to shard, so shard their batches.
+    # Datasets built from in-memory arrays have no files to shard, so shard their batches. Streamed shards
+    # (kpipe.datasets.streamed_text) turn auto-sharding off: each worker already reads only its own rows.
+    if dataset.options().experimental_distribute.auto_shard_policy == tf.data.experimental.AutoShardPolicy.OFF:
+        return dataset
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
     return dataset.with_options(options)

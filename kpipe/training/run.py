@@ -62,6 +62,16 @@ class Run:
         """The global batch of a model trained with `training` (an ensemble member may have a table of its own)."""
         return training.batch_size * self.strategy.num_replicas_in_sync
 
+    def worker(self):
+        """This process's part of streamed data: `kpipe.datasets.streamed_text.Worker` (index, count)."""
+        from kpipe.datasets.streamed_text import Worker
+
+        if self.config.training.strategy != "multi_worker":
+            return Worker()
+        from kpipe.config.cluster import read_tf_config, worker_position
+
+        return Worker(*worker_position(read_tf_config()))
+
     # === The lock ===
     def __enter__(self) -> "Run":
         if self.chief:  # other workers only read the chief's state

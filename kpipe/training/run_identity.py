@@ -38,7 +38,7 @@ HASHED_FILE_BYTES = 1 << 30  # larger files are stamped by size and modification
 
 def data_stamp(path: str) -> dict | None:
     """A fingerprint of the data at `path`: a file's size and content hash (size and modification time above
-    HASHED_FILE_BYTES); a folder's files' relative paths, sizes and modification times."""
+    HASHED_FILE_BYTES); a folder's (or a glob's) files' paths, sizes and modification times."""
     if not path:
         return None
     where = Path(path).expanduser()
@@ -51,12 +51,16 @@ def data_stamp(path: str) -> dict | None:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
         return {"path": str(where.resolve()), "size": where.stat().st_size, "sha256": digest.hexdigest()[:16]}
-    if where.is_dir():
-        files = sorted(p for p in where.rglob("*") if p.is_file())
+    if where.is_dir() or any(c in path for c in "*?["):  # a folder, or a glob of shards
+        import glob
+
+        files = (sorted(p for p in where.rglob("*") if p.is_file()) if where.is_dir()
+                 else sorted(Path(p) for p in glob.glob(str(where), recursive=True) if Path(p).is_file()))
         for p in files:
             stat = p.stat()
-            digest.update(f"{p.relative_to(where)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-        return {"path": str(where.resolve()), "files": len(files), "listing_sha256": digest.hexdigest()[:16]}
+            digest.update(f"{p.relative_to(where) if where.is_dir() else p}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        return {"path": str(where.resolve()) if where.is_dir() else path, "files": len(files),
+                "listing_sha256": digest.hexdigest()[:16]}
     return None
 
 

@@ -18,6 +18,21 @@ def tfidf_baseline_metrics(splits: TextSplits) -> dict:
     return {**result.report(), "accuracy": scores["accuracy"], "macro_f1": scores["macro_f1"]}
 
 
+def out_of_core_baseline_metrics(splits, seed: int = 0) -> dict:
+    """scikit-learn's out-of-core recipe (hashing + SGD, see `out_of_core_baseline`) on streamed splits: every
+    split read from the shards, never held whole."""
+    import numpy as np
+
+    from kpipe.evaluation import out_of_core_baseline as ooc
+
+    every = splits.validation.source  # all shards, whichever worker this is
+    result = ooc.fit_and_predict(*(ooc.text_batches(every.split_batches(split))
+                                   for split in ("train", "validation", "test")),
+                                 classes=np.arange(splits.num_classes), seed=seed)
+    scores = classification_metrics(result.labels, result.predicted, splits.label_names)
+    return {**result.report(), "accuracy": scores["accuracy"], "macro_f1": scores["macro_f1"]}
+
+
 def one_vs_rest_metrics(splits: TextSplits, analyzer: str) -> dict:
     """The one-vs-rest TF-IDF + logistic regression baseline on the same splits: its test metrics and settings."""
     result = multi_label.one_vs_rest_baseline(splits.train.texts, splits.train.labels, splits.validation.texts,
@@ -28,13 +43,15 @@ def one_vs_rest_metrics(splits: TextSplits, analyzer: str) -> dict:
 
 def comparison_table(metrics: dict) -> str:
     """The model beside the baseline (when there is one), as the run prints it."""
-    baseline_name = ("one-vs-rest tfidf + logistic" if "micro_f1" in metrics else "tfidf + logistic regression")
+    baseline_name = ("one-vs-rest tfidf + logistic" if "micro_f1" in metrics
+                     else metrics.get("baseline", {}).get("name", "tfidf + logistic regression"))
     rows = [("model", metrics)] + ([(baseline_name, metrics["baseline"])] if metrics.get("baseline") else [])
     if "micro_f1" in metrics:  # several labels per text
         lines = [f"{'classifier':30s} {'micro F1':>9s} {'macro F1':>9s} {'subset acc':>10s}"]
         lines += [f"{name:30s} {row['micro_f1']:9.4f} {row['macro_f1']:9.4f} {row['subset_accuracy']:10.4f}"
                   for name, row in rows]
         return "\n".join(lines)
-    lines = [f"{'classifier':30s} {'accuracy':>9s} {'macro F1':>9s}"]
-    lines += [f"{name:30s} {row['accuracy']:9.4f} {row['macro_f1']:9.4f}" for name, row in rows]
+    width = max(30, *(len(name) for name, _ in rows))
+    lines = [f"{'classifier':{width}s} {'accuracy':>9s} {'macro F1':>9s}"]
+    lines += [f"{name:{width}s} {row['accuracy']:9.4f} {row['macro_f1']:9.4f}" for name, row in rows]
     return "\n".join(lines)

