@@ -93,7 +93,8 @@ def columns_of(path: Path, *, encoding: str = "utf-8") -> list[str]:
         if kind in (".parquet", ".pq"):
             import pyarrow.parquet as pq
 
-            return list(pq.read_schema(path).names)
+            # pandas keeps a non-default index as "__index_level_0__": not a column of the data
+            return [name for name in pq.read_schema(path).names if not name.startswith("__index_level_")]
         for batch in _pandas_batches(path, kind, None, encoding, 1):
             return list(batch.columns)
         return []

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "validation", "test")
+READ_TOGETHER = 4  # training reads blocks of this many record files in turn
 
 
 def hash_unit(keys: np.ndarray, seed: int) -> np.ndarray:
@@ -102,17 +103,18 @@ class ShardedText:
     def rows(self, split: str, *, shuffle: bool = False, seed: int = 0, buffer: int = 0) -> tf.data.Dataset:
         """A tf.data pipeline of (text, label id) rows of `split`.
 
-        Training passes shuffle the file order and then the rows through a `buffer`-row buffer, both seeded
-        and reshuffled on every pass (creating an iterator advances the seeds, which exact resume relies on).
+        Training passes read several files in turn and shuffle the rows through a `buffer`-row buffer, seeded and
+        reshuffled on every pass (creating an iterator advances the seed, which exact resume relies on).
         Auto-sharding is off: under multi-worker training the rows are already this worker's.
         """
         import tensorflow as tf
 
         files, by_row = self.worker_files(split)
         names = tf.data.Dataset.from_tensor_slices(tf.constant(files, tf.string, shape=[len(files)]))
-        if shuffle and len(files) > 1:
-            names = names.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-        rows = names.interleave(tf.data.TFRecordDataset, cycle_length=1)
+        # Training reads blocks from up to READ_TOGETHER files in turn (one file at a time otherwise), so the buffer
+        # mixes shards. The file order itself is fixed: a second reshuffling shuffle in the pipeline breaks exact
+        # resume (creating an iterator no longer advances the seeds as a full pass does; TF 2.21).
+        rows = names.interleave(tf.data.TFRecordDataset, cycle_length=min(READ_TOGETHER, len(files)) if shuffle else 1)
         rows = rows.map(lambda record: tf.ensure_shape(tf.io.parse_tensor(record, tf.string), [None, 3])).unbatch()
         if by_row:
             rows = rows.shard(self.worker.count, self.worker.index)
@@ -166,7 +168,7 @@ class StreamedExamples:
         return self._labels
 
     def shuffled(self, seed: int) -> tf.data.Dataset:
-        """The rows for training: shard order and a bounded buffer shuffled (`data.shuffle_buffer`)."""
+        """The rows for training, shuffled through a bounded buffer (`data.shuffle_buffer`)."""
         return self.source.rows(self.split, shuffle=True, seed=seed, buffer=self.source.config.shuffle_buffer)
 
 

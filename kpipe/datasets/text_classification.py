@@ -63,8 +63,8 @@ class TextClassificationDataConfig(DataSourceConfig):
         tfds_data_dir: where TFDS keeps prepared data ("" = ~/tensorflow_datasets).
         id_column: shards: the column of unique row ids whose seeded hash decides each row's split
             ("" = the text's hash: duplicate texts share a split).
-        shuffle_buffer: shards: training rows are shuffled through a buffer of this many rows (and the
-            shard order is shuffled every epoch).
+        shuffle_buffer: shards: training rows are shuffled through a buffer of this many rows, filled from
+            four shards at a time.
         fit_sample: shards: vocabularies, n-gram tables and length buckets are fitted on this many training
             rows, a seeded sample (the rows with the smallest values of a seeded hash); 0 = every training row
             (held in memory while fitting).
