@@ -137,6 +137,10 @@ def cmd_similar(args) -> int:
 
 
 def cmd_predict(args) -> int:
+    from kpipe.datasets.shards import is_shard_pattern
+
+    if args.file and is_shard_pattern(args.file):  # a glob or a folder of tables: one output shard per input shard
+        return _predict_shards(args)
     table, output = _texts_and_output(args, "predict")
     if is_portable(args.model):  # an ONNX or LiteRT export: answered without TensorFlow
         return _predict_portable(args, Path(args.model), table, output)
@@ -149,6 +153,37 @@ def cmd_predict(args) -> int:
     from kpipe.tasks.classify.predict import predict_texts
 
     _print_predictions(args, predict_texts(model_dir, texts, pairs=table.pairs))
+    return 0
+
+
+def _predict_shards(args) -> int:
+    from kpipe.cli import shard_predict
+    from kpipe.cli.batch_predict import _classify_frame
+
+    if getattr(args, "texts", None) or getattr(args, "pair", None) or getattr(args, "pair_column", None):
+        raise KpipeError(f"--file {args.file} names shards of single texts: give no texts, --pair or --pair-column "
+                         "with it")
+    paths, folder = shard_predict.check_shard_job(args.file, args.column or "text", args.output)
+    if is_portable(args.model):
+        from kpipe.portable.runtime import PortableClassifier
+
+        classifier = PortableClassifier.open(Path(args.model))
+
+        def predict(texts):
+            return _classify_frame([p for start in range(0, len(texts), 256)
+                                    for p in classifier.predict(texts[start:start + 256])])
+    else:
+        model_dir = export_of(args, "classify", "kpipe predict")  # fails fast, before TensorFlow loads
+        from kpipe.tasks.classify.predict import load_predictor
+
+        predictor = load_predictor(model_dir)
+
+        def predict(texts):
+            return _classify_frame(predictor(texts))
+    written, skipped, rows = shard_predict.predict_shards(paths, folder, args.column or "text", predict,
+                                                          progress=sys.stderr.isatty() and not args.quiet)
+    print(f"Wrote {written} shard{'s' if written != 1 else ''} ({rows} rows) to {folder}"
+          + (f"; skipped {skipped} finished by an earlier run" if skipped else ""))
     return 0
 
 

@@ -171,14 +171,17 @@ def add_predict(sub, commands) -> None:
   kpipe predict sentiment-bilstm --file tweets.txt --json
   kpipe predict sentiment-bilstm --file tweets.csv --column text --output predictions.csv
   kpipe predict imdb-bigrams --file reviews.parquet --column review --output predictions.parquet
+  kpipe predict imdb-bigrams --file 'reviews/*.parquet' --column review --output predictions/
   kpipe predict vitaminc-minilm --pair "Paris: the city has 2.1 million people." "Paris has 5 million people."
   kpipe predict vitaminc-minilm --file pairs.csv --column evidence --pair-column claim --output answers.csv
 """)
     predict.add_argument("model", help="an export folder (saved_models/NAME/VERSION), a folder of versions, "
                                        "or a pipeline name (its latest export)")
     predict.add_argument("texts", nargs="*", help="texts to classify (else --file, else standard input)")
-    predict.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl; read by --column) or a UTF-8 text "
-                                        "file with one text per line")
+    predict.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl; read by --column), a UTF-8 text "
+                                        "file with one text per line, or shards (a quoted glob or a folder of tables: "
+                                        "streamed, one output shard per input shard in the --output folder; a rerun "
+                                        "skips finished shards)")
     predict.add_argument("--pair", nargs=2, action="append", metavar=("FIRST", "SECOND"),
                          help="a pair of texts, for models trained on pairs (data.text_pair_column); repeatable")
     predict.add_argument("--pair-column", help="pair models: the table --file's column of second texts (the "

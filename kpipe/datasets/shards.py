@@ -65,9 +65,10 @@ def list_shards(path: str) -> list[Path]:
     return found
 
 
-def read_batches(path: Path, columns: list[str], *, encoding: str = "utf-8",
+def read_batches(path: Path, columns: list[str] | None, *, encoding: str = "utf-8",
                  batch_rows: int = BATCH_ROWS) -> Iterator[pd.DataFrame]:
-    """The `columns` of shard `path` as text, `batch_rows` rows at a time (the last batch may be shorter).
+    """The `columns` of shard `path` as text (None: every column, as stored), `batch_rows` rows at a time (the
+    last batch may be shorter).
 
     Raises:
         DataError: a wanted column is missing (naming the shard and its columns).
@@ -110,14 +111,15 @@ def _missing(path: Path, columns: list[str], have: list[str]) -> None:
                         "data.label_column / data.id_column to the shards' names)")
 
 
-def _parquet_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[pd.DataFrame]:
+def _parquet_batches(path: Path, columns: list[str] | None, batch_rows: int) -> Iterator[pd.DataFrame]:
     import pyarrow.parquet as pq
 
     file = pq.ParquetFile(path)
-    _missing(path, columns, file.schema_arrow.names)
+    if columns is not None:
+        _missing(path, columns, file.schema_arrow.names)
     for batch in file.iter_batches(batch_size=batch_rows, columns=columns):
         frame = batch.to_pandas()
-        yield frame.astype(str).where(frame.notna(), "")
+        yield frame if columns is None else frame.astype(str).where(frame.notna(), "")
 
 
 def _pandas_batches(path: Path, kind: str, columns: list[str] | None, encoding: str,

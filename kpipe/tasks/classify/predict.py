@@ -56,24 +56,35 @@ def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Pat
         >>> predict_texts("sentiment-bilstm", ["@united thanks, great flight!"])[0].label
         'positive'
     """
+    return load_predictor(model, export_dir)(texts, batch_size=batch_size, on_batch=on_batch, pairs=pairs)
+
+
+def load_predictor(model: str | Path, export_dir: str | Path = "saved_models"):
+    """`predict_texts` with the export loaded once: a function (texts, batch_size=256, on_batch=None, pairs=None)
+    -> list of `Prediction`, for callers that answer many batches (sharded batch prediction)."""
     loaded, label_names = load_classifier(model, export_dir)
-    if pairs is not None and len(pairs) != len(texts):
-        raise ValueError(f"{len(texts)} texts and {len(pairs)} second texts: give one second text per text")
-    rows = list(zip(texts, pairs)) if pairs is not None else [(text, None) for text in texts]
 
-    def predict(batch: Sequence[tuple[str, str | None]]) -> list[Prediction]:
-        first = tf.constant([a for a, _ in batch], tf.string)
-        out = loaded.serve(first) if pairs is None else loaded.serve(first, tf.constant([b for _, b in batch]))
-        if "predicted" in out:  # several labels per text
-            return [Prediction(text, joined.decode("utf-8"), float(row.max()),
-                               {name: float(p) for name, p in zip(label_names, row)},
-                               tuple(name for name, on in zip(label_names, chosen) if on), second)
-                    for (text, second), joined, row, chosen in zip(batch, out["labels"].numpy(),
-                                                                   out["probabilities"].numpy(),
-                                                                   out["predicted"].numpy())]
-        labels = [label.decode("utf-8") for label in out["label"].numpy()]
-        return [Prediction(text, label, float(row.max()), {name: float(p) for name, p in zip(label_names, row)},
-                           text_pair=second)
-                for (text, second), label, row in zip(batch, labels, out["probabilities"].numpy())]
+    def predict_all(texts: Sequence[str], batch_size: int = 256, on_batch: Callable[[int], object] | None = None,
+                    pairs: Sequence[str] | None = None) -> list[Prediction]:
+        if pairs is not None and len(pairs) != len(texts):
+            raise ValueError(f"{len(texts)} texts and {len(pairs)} second texts: give one second text per text")
+        rows = list(zip(texts, pairs)) if pairs is not None else [(text, None) for text in texts]
 
-    return [p for batch in call_in_batches(predict, rows, batch_size=batch_size, on_batch=on_batch) for p in batch]
+        def predict(batch: Sequence[tuple[str, str | None]]) -> list[Prediction]:
+            first = tf.constant([a for a, _ in batch], tf.string)
+            out = loaded.serve(first) if pairs is None else loaded.serve(first, tf.constant([b for _, b in batch]))
+            if "predicted" in out:  # several labels per text
+                return [Prediction(text, joined.decode("utf-8"), float(row.max()),
+                                   {name: float(p) for name, p in zip(label_names, row)},
+                                   tuple(name for name, on in zip(label_names, chosen) if on), second)
+                        for (text, second), joined, row, chosen in zip(batch, out["labels"].numpy(),
+                                                                       out["probabilities"].numpy(),
+                                                                       out["predicted"].numpy())]
+            labels = [label.decode("utf-8") for label in out["label"].numpy()]
+            return [Prediction(text, label, float(row.max()), {name: float(p) for name, p in zip(label_names, row)},
+                               text_pair=second)
+                    for (text, second), label, row in zip(batch, labels, out["probabilities"].numpy())]
+
+        return [p for batch in call_in_batches(predict, rows, batch_size=batch_size, on_batch=on_batch) for p in batch]
+
+    return predict_all

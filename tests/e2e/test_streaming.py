@@ -1,0 +1,70 @@
+"""Data larger than memory through the real commands: `kpipe run --data 'shards/*'` streams the shards (the
+out-of-core baseline beside the model, the shards in the report), and `kpipe predict --file 'shards/*' --output
+FOLDER` writes one output shard per input shard, skipping finished ones on a rerun; mistakes are one line."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from tests.helpers import kpipe, new_user_env, synthetic_reviews
+
+pytestmark = pytest.mark.slow
+
+SMALL = ["--set", "model.max_features=2000", "--set", "model.char_ngrams=0", "--set", "training.epochs=3",
+         "--set", 'model.weighting="tfidf"', "--set", "model.hidden_units=8", "--set", "data.fit_sample=500"]
+
+
+@pytest.fixture(scope="module")
+def streamed(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("streaming")
+    shards = folder / "shards"
+    shards.mkdir()
+    reviews = synthetic_reviews(1200)
+    for i, part in enumerate([reviews.iloc[:500], reviews.iloc[500:900], reviews.iloc[900:]]):
+        if i == 1:
+            part.to_csv(shards / f"part-{i}.csv.gz", index=False)
+        else:
+            part.to_parquet(shards / f"part-{i}.parquet", index=False)
+    run = kpipe("run", "sentiment-bigrams", "--data", str(shards / "*"), *SMALL, cwd=folder, env=new_user_env())
+    return folder, shards, run
+
+
+def test_a_run_on_shards_streams_them_and_reports_the_out_of_core_baseline(streamed):
+    folder, _, run = streamed
+    assert run.returncode == 0, run.stderr[-3000:]
+    metrics = json.loads((folder / "saved_models/sentiment-bigrams/1/metrics.json").read_text())
+    data = metrics["data"]
+    assert data["shards"] == 3 and data["skipped_shards"] == [] and data["fitting_sample"] == 500
+    assert data["train"] + data["validation"] + data["test"] == 1200
+    assert metrics["baseline"]["name"] == "hashing + SGD logistic (out-of-core)"
+    assert metrics["accuracy"] > 0.8 and metrics["baseline"]["accuracy"] > 0.8  # the reviews' words decide
+    assert "hashing + SGD logistic (out-of-core)" in run.stdout
+    assert "preprocessing fitted on a seeded sample of 500 training rows" in run.stderr
+
+
+def test_predict_over_shards_writes_one_output_per_input_and_resumes(streamed):
+    folder, shards, _ = streamed
+    command = ("predict", "saved_models/sentiment-bigrams/1", "--file", str(shards / "*"), "--output", "answers")
+    done = kpipe(*command, cwd=folder, env=new_user_env())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Wrote 3 shards (1200 rows)" in done.stdout
+    outputs = sorted(p.name for p in (folder / "answers").iterdir())
+    assert outputs == ["part-0.parquet", "part-1.csv", "part-2.parquet"]
+    first = pd.read_parquet(folder / "answers/part-0.parquet")
+    assert list(first.columns[:2]) == ["text", "label"] and len(first) == 500
+    assert (first["predicted_label"] == first["label"].astype(str)).mean() > 0.8
+    (folder / "answers/part-1.csv").unlink()  # as if the run had been killed while writing it
+    again = kpipe(*command, cwd=folder, env=new_user_env())
+    assert again.returncode == 0 and "Wrote 1 shard (400 rows)" in again.stdout
+    assert "skipped 2 finished by an earlier run" in again.stdout
+    assert len(pd.read_csv(folder / "answers/part-1.csv")) == 400
+
+
+def test_a_glob_that_matches_nothing_is_one_line_and_writes_nothing(streamed):
+    folder = streamed[0]
+    run = kpipe("run", "sentiment-bigrams", "--data", "missing/*.parquet", cwd=folder / "shards", env=new_user_env())
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1].startswith("kpipe: error: no shard matches 'missing/*.parquet'")
+    assert "Traceback" not in run.stderr
+    assert not list((folder / "shards").glob("saved_models/*/[0-9]*"))
