@@ -59,11 +59,9 @@ SHARED = {
                       (("--set",), dict(action="append", default=[], metavar="KEY=VALUE",
                                         help="override a config value by dotted key, e.g. training.epochs=1 "
                                              "(repeatable)")),
-                      (("--data",), dict(metavar="SOURCE", help="data to use instead of the pipeline's: a CSV/Parquet "
-                                                                "file, a folder (one sub-folder per class), tfds:NAME, "
-                                                                "embedded:NAME, or shards streamed without loading "
-                                                                "them whole: a quoted glob ('reviews/*.parquet') or a "
-                                                                "folder of table files")),
+                      (("--data",), dict(metavar="SOURCE", help="data instead of the pipeline's: a CSV/Parquet file, a "
+                                                                "folder (a sub-folder per class), tfds:NAME, embedded:NAME"
+                                                                ", or shards to stream: a quoted glob or a folder")),
                       (("--strategy",), dict(help="tf.distribute strategy: auto, default, one_device, mirrored, "
                                                   "multi_worker (cluster in TF_CONFIG) or tpu (same as --set "
                                                   "training.strategy=...)")),
@@ -178,10 +176,8 @@ def add_predict(sub, commands) -> None:
     predict.add_argument("model", help="an export folder (saved_models/NAME/VERSION), a folder of versions, "
                                        "or a pipeline name (its latest export)")
     predict.add_argument("texts", nargs="*", help="texts to classify (else --file, else standard input)")
-    predict.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl; read by --column), a UTF-8 text "
-                                        "file with one text per line, or shards (a quoted glob or a folder of tables: "
-                                        "streamed, one output shard per input shard in the --output folder; a rerun "
-                                        "skips finished shards)")
+    predict.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl; read by --column), a text file (one "
+                                        "per line), or shards (a quoted glob or a folder: one output shard each)")
     predict.add_argument("--pair", nargs=2, action="append", metavar=("FIRST", "SECOND"),
                          help="a pair of texts, for models trained on pairs (data.text_pair_column); repeatable")
     predict.add_argument("--pair-column", help="pair models: the table --file's column of second texts (the "

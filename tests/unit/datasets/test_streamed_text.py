@@ -11,8 +11,9 @@ import pytest
 import tensorflow as tf
 
 from kpipe.config.training import TrainingConfig
-from kpipe.datasets import shards, streamed_text
-from kpipe.datasets.streamed_text import Worker, load_streamed_text, split_codes
+from kpipe.datasets import shard_scan, shards
+from kpipe.datasets.shard_scan import split_codes
+from kpipe.datasets.streamed_text import Worker, load_streamed_text
 from kpipe.datasets.text_classification import TextClassificationDataConfig
 from kpipe.errors import DataError
 from kpipe.training.loop import make_strategy, train_model
@@ -69,7 +70,7 @@ def test_each_row_is_in_the_split_its_seeded_hash_names_whatever_the_shards(fram
     expected = split_codes(frame.text.to_numpy(), seed=1337, validation_fraction=0.1, test_fraction=0.1)
     other = load_streamed_text(config(write_shards(tmp_path / "s", frame, 7, order=[6, 3, 0, 5, 1, 4, 2])),
                                tmp_path / "cache")
-    for code, name in enumerate(streamed_text.SPLITS):
+    for code, name in enumerate(shard_scan.SPLITS):
         want = set(frame.text[expected == code])
         assert {t for t, _ in rows_of(getattr(splits, name))} == want
         assert {t for t, _ in rows_of(getattr(other, name))} == want
@@ -91,8 +92,8 @@ def test_split_hash_matches_an_independent_siphash_reference():
     assert codes[0] == codes[2]
     again = split_codes(np.array(["b", "a"], dtype=object), seed=1, validation_fraction=0.3, test_fraction=0.3)
     assert list(again) == [codes[1], codes[0]]
-    u = streamed_text.hash_unit(np.array(["review"], dtype=object), 1337)
-    assert 0.0 <= u[0] < 1.0 and u[0] == streamed_text.hash_unit(np.array(["x", "review"], dtype=object), 1337)[1]
+    u = shard_scan.hash_unit(np.array(["review"], dtype=object), 1337)
+    assert 0.0 <= u[0] < 1.0 and u[0] == shard_scan.hash_unit(np.array(["x", "review"], dtype=object), 1337)[1]
 
 
 def test_fitting_sample_is_bounded_seeded_and_from_the_training_split(frame, splits, tmp_path):
