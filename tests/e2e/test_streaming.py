@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from tests.helpers import kpipe, new_user_env, synthetic_reviews
+from tests.helpers import kpipe, kpipe_in_process, new_user_env, synthetic_reviews
 
 pytestmark = pytest.mark.slow
 
@@ -61,10 +61,10 @@ def test_predict_over_shards_writes_one_output_per_input_and_resumes(streamed):
     assert len(pd.read_csv(folder / "answers/part-1.csv")) == 400
 
 
-def test_a_glob_that_matches_nothing_is_one_line_and_writes_nothing(streamed):
-    folder = streamed[0]
-    run = kpipe("run", "sentiment-bigrams", "--data", "missing/*.parquet", cwd=folder / "shards", env=new_user_env())
-    assert run.returncode == 2
-    assert run.stderr.strip().splitlines()[-1].startswith("kpipe: error: no shard matches 'missing/*.parquet'")
-    assert "Traceback" not in run.stderr
-    assert not list((folder / "shards").glob("saved_models/*/[0-9]*"))
+def test_a_glob_that_matches_nothing_is_one_line_and_writes_nothing(tmp_path, capsys):
+    code, _ = kpipe_in_process("run", "sentiment-bigrams", "--data", "missing/*.parquet", cwd=tmp_path)
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        "kpipe: error: no shard matches 'missing/*.parquet': give a glob of table files (e.g. 'reviews/*.parquet') "
+        "or a folder of them (.csv, .tsv, .parquet, .pq, .jsonl, optionally compressed)")
+    assert not list(tmp_path.iterdir())  # nothing written
