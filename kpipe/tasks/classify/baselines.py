@@ -43,8 +43,11 @@ def one_vs_rest_metrics(splits: TextSplits, analyzer: str) -> dict:
 
 def comparison_table(metrics: dict) -> str:
     """The model beside the baseline (when there is one), as the run prints it."""
+    from kpipe.evaluation.out_of_core_baseline import NAME as OUT_OF_CORE
+
     baseline_name = ("one-vs-rest tfidf + logistic" if "micro_f1" in metrics
-                     else metrics.get("baseline", {}).get("name", "tfidf + logistic regression"))
+                     else OUT_OF_CORE if (metrics.get("baseline") or {}).get("name") == OUT_OF_CORE
+                     else "tfidf + logistic regression")
     rows = [("model", metrics)] + ([(baseline_name, metrics["baseline"])] if metrics.get("baseline") else [])
     if "micro_f1" in metrics:  # several labels per text
         lines = [f"{'classifier':30s} {'micro F1':>9s} {'macro F1':>9s} {'subset acc':>10s}"]
