@@ -100,6 +100,9 @@ SLOWEST_FIRST = [
     "tests/e2e/test_text_pairs.py",  # ~95 (2026-12-02, new)
     "tests/e2e/test_translate_sentences.py",  # ~40 (2026-12-02, new)
     "tests/e2e/test_multi_label.py",  # ~45 (2026-12-01, new)
+    "tests/e2e/distribution/test_multi_worker_shards.py",  # ~55 (2026-12-02, new)
+    "tests/e2e/test_streaming.py",  # ~35 (2026-12-02, new)
+    "tests/unit/datasets/test_streamed_text.py",  # ~27 (2026-12-02, new)
     "tests/e2e/test_translate_end_to_end.py",  # 65
     "tests/e2e/test_transformer_end_to_end.py",  # 61
     "tests/e2e/test_pretrained_pipeline.py",  # 55
