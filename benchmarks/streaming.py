@@ -116,7 +116,7 @@ def standard_error(values: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--imdb", default="../shared/data/imdb/train.csv.gz")
-    parser.add_argument("--rows-both", type=int, default=200_000)
+    parser.add_argument("--rows-both", type=int, default=200_000, help="0: skip the size both paths hold")
     parser.add_argument("--rows-big", type=int, default=0, help="0: skip the streaming-only size")
     parser.add_argument("--shard-rows", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=2)
@@ -126,16 +126,16 @@ def main() -> None:
     pools = sentence_pools(Path(args.imdb))
     print(f"corpus: {sum(map(len, pools.values()))} IMDB sentences ({len(pools[0])} negative, {len(pools[1])} "
           "positive), rows of 2-4 sentences of one label", flush=True)
-    both = work / f"both-{args.rows_both}"
-    if not (both / "all.parquet").exists():
-        write_corpus(pools, args.rows_both, both, args.shard_rows, seed=1, single_file=True)
     results = {"train": [], "predict": []}
-    for repeat in range(args.repeats):
+    both = work / f"both-{args.rows_both}"
+    if args.rows_both and not (both / "all.parquet").exists():
+        write_corpus(pools, args.rows_both, both, args.shard_rows, seed=1, single_file=True)
+    for repeat in range(args.repeats if args.rows_both else 0):
         order = [("in-memory", str(both / "all.parquet")), ("streaming", str(both / "shards" / "*"))]
         for label, data in (order if repeat % 2 == 0 else order[::-1]):
             results["train"].append(train(data, both / f"run-{label}-{repeat}", label))
-    for label, data, output in (("in-memory", str(both / "all.parquet"), "answers.parquet"),
-                                ("streaming", str(both / "shards" / "*"), "answers")):
+    for label, data, output in ((("in-memory", str(both / "all.parquet"), "answers.parquet"),
+                                 ("streaming", str(both / "shards" / "*"), "answers")) if args.rows_both else ()):
         export = next(r["export"] for r in results["train"] if r["path"] == label)
         results["predict"].append(predict(export, data, output, both, label, args.rows_both))
     if args.rows_big:
