@@ -42,6 +42,7 @@ class ShardedText:
     label_lookup: dict[str, int]
     limit_below: float = 1.0       # data.limit: rows whose sample hash is below this
     worker: Worker = Worker()
+    _lookup_table: object = dataclasses.field(default=None, init=False, repr=False)  # made on first use
 
     def worker_files(self, split: str) -> tuple[list[str], bool]:
         """This worker's record files of `split`, and whether rows are divided inside them instead (fewer files
@@ -91,7 +92,7 @@ class ShardedText:
     def _table(self):
         import tensorflow as tf
 
-        if getattr(self, "_lookup_table", None) is None:
+        if self._lookup_table is None:
             keys = list(self.label_lookup)
             self._lookup_table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
                 tf.constant(keys, tf.string), tf.constant([self.label_lookup[k] for k in keys], tf.int32)), -1)

@@ -101,8 +101,9 @@ class TextClassificationDataConfig(DataSourceConfig):
         check_range("fit_sample", self.fit_sample, low=0)
         if self.source == "shards" and not self.path:
             raise ValueError("`path` is required when source='shards' (a glob such as 'reviews/*.parquet', or a folder)")
-        for field in ("id_column", "skip_bad_shards"):
-            if getattr(self, field) and self.source != "shards":
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        for field in ("id_column", "skip_bad_shards", "shuffle_buffer", "fit_sample"):
+            if getattr(self, field) != defaults[field] and self.source != "shards":
                 raise ValueError(f"`{field}` needs source='shards' (a glob or a folder of shards). "
                                  f"Received: source={self.source!r}")
         check_range("limit", self.limit, low=0)

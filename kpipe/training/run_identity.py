@@ -51,7 +51,9 @@ def data_stamp(path: str) -> dict | None:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
         return {"path": str(where.resolve()), "size": where.stat().st_size, "sha256": digest.hexdigest()[:16]}
-    if where.is_dir() or any(c in path for c in "*?["):  # a folder, or a glob of shards
+    from kpipe.datasets.shards import GLOB_CHARACTERS
+
+    if where.is_dir() or any(c in path for c in GLOB_CHARACTERS):  # a folder, or a glob of shards
         import glob
 
         files = (sorted(p for p in where.rglob("*") if p.is_file()) if where.is_dir()

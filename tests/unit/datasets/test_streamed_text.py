@@ -143,6 +143,13 @@ def test_the_scan_is_cached_and_reused(frame, tmp_path, monkeypatch):
         load_streamed_text(config(folder, seed=2), tmp_path / "c")
 
 
+@pytest.mark.parametrize("setting", [{"fit_sample": 10}, {"shuffle_buffer": 5}, {"id_column": "id"},
+                                     {"skip_bad_shards": True}])
+def test_streaming_settings_on_data_that_is_not_sharded_are_refused_not_ignored(tmp_path, setting):
+    with pytest.raises(ValueError, match=f"`{next(iter(setting))}` needs source='shards'"):
+        TextClassificationDataConfig(source="file", path=str(tmp_path / "a.csv"), **setting)
+
+
 def test_a_glob_that_matches_nothing_is_one_line(tmp_path):
     with pytest.raises(DataError, match=r"no shard matches .*nothing-\*\.parquet"):
         load_streamed_text(config(tmp_path / "nothing-*.parquet"), tmp_path / "c")
