@@ -20,7 +20,10 @@ from kpipe.errors import KpipeError
 
 
 def output_shard(folder: Path, shard: Path) -> Path:
-    """Where the answers to `shard` go: `folder/<name without its compression suffix>`."""
+    """Where the answers to `shard` go: `folder/<name without its compression suffix>`, or for a TFRecord shard
+    `folder/<name>.parquet` (answers are a table)."""
+    if shards.is_records(shard):
+        return folder / (shard.name[:shard.name.lower().rindex(".tfrecord")] + ".parquet")
     kind = table_kind(shard)
     name = shard.name[:shard.name.lower().rindex(kind) + len(kind)]
     return folder / (name if kind != ".pq" else name[:-3] + ".parquet")

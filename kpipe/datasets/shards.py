@@ -1,8 +1,9 @@
 """Sharded tables read a batch of rows at a time: a glob or a folder of Parquet, CSV/TSV or JSON Lines files
-(compressed or not), never loaded whole.
+(compressed or not) or TFRecord files of `tf.train.Example`s (.tfrecord, or .tfrecord.gz), never loaded whole.
 
 Parquet goes through pyarrow's row-group reader, CSV/TSV and JSON Lines through pandas' chunked readers
-(decompressing on the fly). CSV rows end at a newline only: pyarrow's CSV reader ends a row at a bare carriage
+(decompressing on the fly), TFRecord through tf.data's reader (each wanted feature a single string, integer or
+float per example, as the first example of the shard has it). CSV rows end at a newline only: pyarrow's CSV reader ends a row at a bare carriage
 return, which pandas writes unquoted inside a text (tweets have them). Each batch is a pandas DataFrame holding
 only the wanted columns, as text.
 """
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 GLOB_CHARACTERS = "*?["
+RECORD_SUFFIXES = (".tfrecord", ".tfrecord.gz")
+SHARD_SUFFIXES = (*TABLE_SUFFIXES, *RECORD_SUFFIXES)
 BATCH_ROWS = 4096
 # What a damaged file raises, by library: truncated gzip (EOFError, zlib.error), bad bytes (UnicodeDecodeError),
 # pyarrow's ArrowInvalid (a ValueError) and ArrowIOError (an OSError), pandas' ParserError (a ValueError).
@@ -36,12 +39,22 @@ class BadShardError(DataError):
         self.path = path
 
 
+def is_records(path: Path) -> bool:
+    """Whether `path` is a TFRecord shard by its name."""
+    return path.name.lower().endswith(RECORD_SUFFIXES)
+
+
+def is_shard(path: Path) -> bool:
+    """Whether `path` is a shard kpipe reads, by its name: a table file or a TFRecord file."""
+    return is_table(path) or is_records(path)
+
+
 def is_shard_pattern(path: str) -> bool:
-    """Whether `--data path` names shards: a glob, or a folder holding table files (not class sub-folders)."""
+    """Whether `--data path` names shards: a glob, or a folder holding shard files (not class sub-folders)."""
     if any(c in path for c in GLOB_CHARACTERS):
         return True
     where = Path(path)
-    return where.is_dir() and any(is_table(p) for p in where.iterdir() if p.is_file())
+    return where.is_dir() and any(is_shard(p) for p in where.iterdir() if p.is_file())
 
 
 def list_shards(path: str) -> list[Path]:
@@ -57,11 +70,13 @@ def list_shards(path: str) -> list[Path]:
         found = sorted(Path(p) for p in glob.glob(str(where), recursive=True) if Path(p).is_file())
     if not found:
         raise DataError(f"no shard matches {path!r}: give a glob of table files (e.g. 'reviews/*.parquet') or a "
-                        f"folder of them ({', '.join(TABLE_SUFFIXES)}, optionally compressed)")
-    others = [p for p in found if not is_table(p)]
+                        f"folder of them ({', '.join(TABLE_SUFFIXES)}, optionally compressed, or "
+                        f"{', '.join(RECORD_SUFFIXES)})")
+    others = [p for p in found if not is_shard(p)]
     if others:
-        raise DataError(f"{others[0]} (matched by {path!r}) is not a table file: shards end in "
-                        f"{', '.join(TABLE_SUFFIXES)} (optionally compressed); narrow the glob")
+        raise DataError(f"{others[0]} (matched by {path!r}) is not a shard file: shards end in "
+                        f"{', '.join(TABLE_SUFFIXES)} (optionally compressed) or {', '.join(RECORD_SUFFIXES)}; "
+                        "narrow the glob")
     return found
 
 
@@ -74,6 +89,9 @@ def read_batches(path: Path, columns: list[str] | None, *, encoding: str = "utf-
         DataError: a wanted column is missing (naming the shard and its columns).
         BadShardError: the file is damaged (truncated archive, bad bytes, broken rows).
     """
+    if is_records(path):
+        yield from _record_batches(path, columns, batch_rows)
+        return
     kind = table_kind(path)
     try:
         if kind in (".parquet", ".pq"):
@@ -88,7 +106,9 @@ def read_batches(path: Path, columns: list[str] | None, *, encoding: str = "utf-
 
 
 def columns_of(path: Path, *, encoding: str = "utf-8") -> list[str]:
-    """The column names of shard `path` (its schema or header, without reading the rows)."""
+    """The column names of shard `path` (its schema or header, or its first example's features)."""
+    if is_records(path):
+        return list(_record_kinds(path))
     kind = table_kind(path)
     try:
         if kind in (".parquet", ".pq"):
@@ -146,3 +166,42 @@ def _pandas_batches(path: Path, kind: str, columns: list[str] | None, encoding: 
             _missing(path, columns, list(frame.columns))
             frame = frame[columns].astype(str).where(frame[columns].notna(), "")
             yield frame if kind == ".jsonl" else frame.apply(lambda column: column.str.removesuffix("\r"))
+
+
+def _records(path: Path):
+    import tensorflow as tf
+
+    return tf.data.TFRecordDataset(str(path), compression_type="GZIP" if path.name.lower().endswith(".gz") else "")
+
+
+def _record_kinds(path: Path) -> dict[str, str]:
+    """Each feature of the shard's first example, and its kind ("bytes_list", "int64_list" or "float_list")."""
+    import tensorflow as tf
+
+    try:
+        for record in _records(path).take(1):
+            example = tf.train.Example.FromString(record.numpy())
+            return {name: feature.WhichOneof("kind") for name, feature in sorted(example.features.feature.items())}
+    except (tf.errors.OpError, ValueError) as error:  # DataLossError: truncated or corrupt; DecodeError: not Examples
+        raise BadShardError(path, f"{type(error).__name__}: {str(error).splitlines()[0][:200]}") from None
+    return {}
+
+
+def _record_batches(path: Path, columns: list[str] | None, batch_rows: int) -> Iterator[pd.DataFrame]:
+    """Batches of a TFRecord shard of `tf.train.Example`s; every wanted feature one value per example."""
+    import pandas as pd
+    import tensorflow as tf
+
+    kinds = _record_kinds(path)
+    if not kinds:
+        return
+    columns = list(kinds) if columns is None else columns
+    _missing(path, columns, list(kinds))
+    dtypes = {"bytes_list": tf.string, "int64_list": tf.int64, "float_list": tf.float32}
+    spec = {name: tf.io.FixedLenFeature([], dtypes[kinds[name]]) for name in columns}
+    try:
+        for batch in _records(path).batch(batch_rows).map(lambda records: tf.io.parse_example(records, spec)):
+            yield pd.DataFrame({name: [value.decode("utf-8") if isinstance(value, bytes) else str(value)
+                                       for value in batch[name].numpy().tolist()] for name in columns})
+    except (tf.errors.OpError, UnicodeDecodeError) as error:
+        raise BadShardError(path, f"{type(error).__name__}: {str(error).splitlines()[0][:200]}") from None

@@ -135,7 +135,8 @@ class StreamedExamples:
 @dataclasses.dataclass(frozen=True)
 class StreamedSplits:
     """The three splits of sharded data, as `TextSplits` has them for data in memory, plus the fitting
-    sample (`fitting`: the training rows preprocessing is fitted on)."""
+    sample (`fitting`: the training rows held in memory to fit preprocessing on) and, with
+    data.fit_vocabulary="counts", `counting`: every training row (of every worker), to count vocabularies over."""
 
     train: StreamedExamples
     validation: StreamedExamples
@@ -143,6 +144,7 @@ class StreamedSplits:
     fitting: TextExamples
     label_names: tuple[str, ...]
     scan: ShardScan
+    counting: StreamedExamples | None = None
     multi_label: bool = False
     pairs: bool = False
     streamed: bool = True
@@ -155,7 +157,8 @@ class StreamedSplits:
         """What metrics.json says of the data."""
         scan = self.scan
         return {"shards": len(scan.shards), "skipped_shards": [str(p) for p in scan.skipped],
-                "fitting_sample": len(self.fitting), "dropped_empty": scan.dropped_empty,
+                "fitting_sample": len(self.fitting), "fit_vocabulary": self.train.source.config.fit_vocabulary,
+                "dropped_empty": scan.dropped_empty,
                 "split": "seeded hash of " + (self.train.source.config.id_column or "the text")}
 
 
@@ -187,14 +190,18 @@ def load_streamed_text(config: TextClassificationDataConfig, cache_dir: Path,
                            np.array([lookup[y] for y in scan.sample_labels], np.int32))
     splits = StreamedSplits(StreamedExamples(source, "train", scan.counts["train"]),
                             StreamedExamples(everything, "validation", scan.counts["validation"]),
-                            StreamedExamples(everything, "test", scan.counts["test"]), fitting, tuple(names), scan)
+                            StreamedExamples(everything, "test", scan.counts["test"]), fitting, tuple(names), scan,
+                            StreamedExamples(everything, "train", scan.counts["train"])
+                            if config.fit_vocabulary == "counts" else None)
     files, by_row = source.worker_files("train")
     log.info("Data %s: %d shard(s)%s, streamed: %d train / %d validation / %d test rows, %d classes (%s); "
-             "preprocessing fitted on %s%s", config.describe(), len(scan.shards),
+             "preprocessing fitted on %s%s%s", config.describe(), len(scan.shards),
              f" ({len(scan.skipped)} unreadable, skipped)" if scan.skipped else "",
              scan.counts["train"], scan.counts["validation"], scan.counts["test"], len(names), ", ".join(names),
              f"a seeded sample of {len(fitting)} training rows (data.fit_sample)" if config.fit_sample
              else f"all {len(fitting)} training rows (data.fit_sample=0)",
+             "; word vocabularies and n-gram tables counted over every training row (data.fit_vocabulary)"
+             if config.fit_vocabulary == "counts" else "",
              f"; dropped {scan.dropped_empty} rows with an empty text or label" if scan.dropped_empty else "")
     if worker.count > 1:
         log.info("Worker %d of %d reads %s", worker.index, worker.count,

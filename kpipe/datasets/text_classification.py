@@ -17,7 +17,7 @@ from typing import ClassVar, TYPE_CHECKING
 
 import numpy as np
 
-from kpipe.config.strict import check_range, check_split_fractions
+from kpipe.config.strict import check_choice, check_range, check_split_fractions
 from kpipe.datasets import embedded, files, label_sets, tfds_source
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.splits import split_indices, split_of_key
@@ -65,10 +65,13 @@ class TextClassificationDataConfig(DataSourceConfig):
             ("" = the text's hash: duplicate texts share a split).
         shuffle_buffer: shards: training rows are shuffled through a buffer of this many rows, filled from
             four shards at a time.
-        fit_sample: shards: vocabularies, n-gram tables and length buckets are fitted on this many training
-            rows, a seeded sample (the rows with the smallest values of a seeded hash); 0 = every training row
-            (held in memory while fitting). The n-gram vocabulary fit's memory grows with the sample's distinct
-            1-2 grams: 50,000 IMDB-like rows peak near 2 GB, 200,000 near 5 GB.
+        fit_sample: shards: the training rows held in memory for fitting, a seeded sample (the rows with the
+            smallest values of a seeded hash); 0 = every training row. Length buckets and WordPiece vocabularies
+            are fitted on it, and word vocabularies and n-gram tables too with fit_vocabulary="sample".
+        fit_vocabulary: shards: "counts" fits word vocabularies and n-gram tables (with their idf) on every
+            training row, counted in one pass in bounded memory (a million terms per vocabulary; the log says
+            whether the result is exact); "sample" fits them on the `fit_sample` rows. WordPiece vocabularies
+            and length buckets always use the sample.
         skip_bad_shards: shards: skip unreadable shards (named in the log and the report) instead of stopping.
     """
 
@@ -93,16 +96,18 @@ class TextClassificationDataConfig(DataSourceConfig):
     id_column: str = ""
     shuffle_buffer: int = 10_000
     fit_sample: int = 50_000
+    fit_vocabulary: str = "counts"
     skip_bad_shards: bool = False
 
     def __post_init__(self):
         super().__post_init__()
         check_range("shuffle_buffer", self.shuffle_buffer, low=1)
         check_range("fit_sample", self.fit_sample, low=0)
+        check_choice("fit_vocabulary", self.fit_vocabulary, ("counts", "sample"))
         if self.source == "shards" and not self.path:
             raise ValueError("`path` is required when source='shards' (a glob such as 'reviews/*.parquet', or a folder)")
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        for field in ("id_column", "skip_bad_shards", "shuffle_buffer", "fit_sample"):
+        for field in ("id_column", "skip_bad_shards", "shuffle_buffer", "fit_sample", "fit_vocabulary"):
             if getattr(self, field) != defaults[field] and self.source != "shards":
                 raise ValueError(f"`{field}` needs source='shards' (a glob or a folder of shards). "
                                  f"Received: source={self.source!r}")

@@ -164,6 +164,9 @@ def member_spec(source: Path, pre: dict, model: dict, role: str, fmt: str) -> di
     if model.get("family", "rnn_classifier") == "rnn_classifier":
         return {"kind": "word_ids", **common, "sequence_length": pre["sequence_length"],
                 "truncating": pre["truncating"]}
+    if model.get("hashing"):
+        raise KpipeError(f"{source} hashes its n-grams (model.hashing=true), which the portable preprocessing does not "
+                         "reproduce; train with model.hashing=false to export it as ONNX or LiteRT")
     if not (source / f"{prefix}idf.npy").exists():
         raise KpipeError(f"{source} was exported by an older kpipe without its n-gram idf ({prefix}idf.npy); run the "
                          "pipeline again to export it")

@@ -27,6 +27,7 @@ import tensorflow as tf
 from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.preprocessing.standardize import keras_standardize
 from kpipe.preprocessing.prefetch import prefetched
+from kpipe.preprocessing.term_counts import counted_vocabularies
 from kpipe.preprocessing.text import example_rows
 
 log = logging.getLogger(__name__)
@@ -132,12 +133,16 @@ def overlap_shares(first: tf.SparseTensor, second: tf.SparseTensor) -> tf.Tensor
                      tf.math.divide_no_nan(shared, size_a + size_b - shared)], axis=1)
 
 
-def fit_ngram_features(texts: np.ndarray, labels: np.ndarray, config: TextPreprocessingConfig, *, num_classes: int,
+def fit_ngram_features(texts, labels, config: TextPreprocessingConfig, *, num_classes: int,
                        ngrams: int, max_features: int, weighting: str, char_ngrams: int = 0,
                        max_char_features: int = 0) -> tuple[NgramFeatures, np.ndarray]:
     """The n-gram vocabulary (the `max_features` most frequent n-grams, words standardized and split
     as `config` says) and their idf, from the training texts only. With `char_ngrams` = N > 0, also
     the `max_char_features` most frequent character 1- to N-grams of the lower-cased texts.
+
+    `texts` is an array (with `labels`), or a tf.data stream of (text, label) rows too large to hold: its
+    vocabularies are then counted in bounded memory (`kpipe.preprocessing.term_counts`), in one pass, and the
+    document frequencies in a second.
 
     Returns:
         (the features, the document frequency of each n-gram per class: (num_classes, features)),
@@ -146,29 +151,95 @@ def fit_ngram_features(texts: np.ndarray, labels: np.ndarray, config: TextPrepro
     vectorizer = keras.layers.TextVectorization(
         max_tokens=max_features, standardize=keras_standardize(config.standardize), split=config.split,
         ngrams=ngrams, output_mode="count", sparse=True, name="ngram_vectorization")
-    text_batches = tf.data.Dataset.from_tensor_slices(np.asarray(texts, dtype=str)).batch(1024)
-    vectorizer.adapt(text_batches)
     char_vectorizer = None
     if char_ngrams:
         char_vectorizer = keras.layers.TextVectorization(
             max_tokens=max_char_features, standardize="lower", split="character", ngrams=char_ngrams,
             output_mode="count", sparse=True, name="char_ngram_vectorization")
-        char_vectorizer.adapt(text_batches)
+    vectorizers = [v for v in (vectorizer, char_vectorizer) if v is not None]
+    rows, in_memory = example_rows(texts, labels)
+    if in_memory:
+        text_batches = tf.data.Dataset.from_tensor_slices(np.asarray(texts, dtype=str)).batch(1024)
+        for layer in vectorizers:
+            layer.adapt(text_batches)
+    else:
+        text_batches = prefetched(rows.map(lambda text, label: text).batch(4096))
+        for layer, vocabulary in zip(vectorizers, counted_vocabularies(vectorizers, text_batches)):
+            layer.set_vocabulary(vocabulary)
     size = vectorizer.vocabulary_size() + (char_vectorizer.vocabulary_size() if char_vectorizer else 0)
     features = NgramFeatures(vectorizer, np.ones(size, np.float32), weighting, char_vectorizer)
-    class_df = np.zeros((num_classes, size), np.float64)
-    for batch_texts, batch_labels in tf.data.Dataset.from_tensor_slices(
-            (np.asarray(texts, dtype=str), np.asarray(labels))).batch(1024):
-        counts = features.counts(batch_texts)
-        rows, columns = counts.indices[:, 0].numpy(), counts.indices[:, 1].numpy()
-        np.add.at(class_df, (batch_labels.numpy()[rows], columns), 1.0)  # each n-gram once per text
-    idf = np.log((1.0 + len(texts)) / (1.0 + class_df.sum(axis=0))) + 1.0
-    idf[0] = 0.0  # the out-of-vocabulary buckets
-    if char_vectorizer is not None:
-        idf[features.word_size] = 0.0
-    features.idf = tf.constant(idf, tf.float32)
+    class_df = fit_idf(features, rows, num_classes)
     log.info("N-gram features: %d (word 1- to %d-grams%s, %s)", size, ngrams,
              f"; {size - features.word_size} character 1- to {char_ngrams}-grams" if char_ngrams else "", weighting)
+    return features, class_df
+
+
+def fit_idf(features: NgramFeatures, rows: tf.data.Dataset, num_classes: int) -> np.ndarray:
+    """Set `features.idf` from the document frequencies of its n-grams over `rows` of (text, label id), in one
+    pass a batch at a time; returns the document frequencies per class, (num_classes, features)."""
+    class_df = np.zeros((num_classes, features.size), np.float64)
+    documents = 0
+    for batch_texts, batch_labels in prefetched(rows.batch(1024)):
+        counts = features.counts(batch_texts)
+        positions, columns = counts.indices[:, 0].numpy(), counts.indices[:, 1].numpy()
+        np.add.at(class_df, (batch_labels.numpy()[positions], columns), 1.0)  # each n-gram once per text
+        documents += int(batch_texts.shape[0])
+    idf = np.log((1.0 + documents) / (1.0 + class_df.sum(axis=0))) + 1.0
+    idf[0] = 0.0  # the out-of-vocabulary buckets
+    if features.word_size < features.size:
+        idf[features.word_size] = 0.0
+    features.idf = tf.constant(idf, tf.float32)
+    return class_df
+
+
+class HashedNgramFeatures(NgramFeatures):
+    """`NgramFeatures` without a vocabulary (`model.hashing`): each n-gram counts in one of `buckets` columns
+    picked by its FarmHash fingerprint (`tf.strings.to_hash_bucket_fast`), so nothing is fitted but the idf.
+    Column 0 of each block stays empty, as the out-of-vocabulary column of `NgramFeatures` does; colliding n-grams
+    share a column. The n-grams are those `TextVectorization` makes (the same standardization and split)."""
+
+    def __init__(self, config: TextPreprocessingConfig, *, ngrams: int, buckets: int, weighting: str,
+                 char_ngrams: int = 0, char_buckets: int = 0):
+        tf.Module.__init__(self, name="hashed_ngram_features")
+        self.vectorizer = self.char_vectorizer = None
+        self.word_terms = keras.layers.TextVectorization(
+            standardize=keras_standardize(config.standardize), split=config.split, ngrams=ngrams,
+            vocabulary=["[hashed]"], name="ngram_terms")  # used for its n-grams only
+        self.char_terms = keras.layers.TextVectorization(
+            standardize="lower", split="character", ngrams=char_ngrams, vocabulary=["[hashed]"],
+            name="char_ngram_terms") if char_ngrams else None
+        self.word_size, self.char_size = buckets, char_buckets if char_ngrams else 0
+        self.idf = tf.ones([self.word_size + self.char_size], tf.float32)
+        self.weighting = weighting
+
+    def vocabulary(self) -> list[str]:
+        return ([f"hash:{i}" for i in range(self.word_size)]
+                + [f"{CHAR_PREFIX}hash:{i}" for i in range(self.char_size)])
+
+    def counts(self, texts: tf.Tensor) -> tf.SparseTensor:
+        texts = tf.reshape(texts, [-1])
+        blocks = [self._hashed_counts(self.word_terms, texts, self.word_size)]
+        if self.char_terms is not None:
+            blocks.append(self._hashed_counts(self.char_terms, texts, self.char_size))
+        counts = blocks[0] if len(blocks) == 1 else tf.sparse.concat(1, blocks)
+        return tf.SparseTensor(counts.indices, tf.cast(counts.values, tf.float32), counts.dense_shape)
+
+    @staticmethod
+    def _hashed_counts(layer, texts: tf.Tensor, buckets: int) -> tf.SparseTensor:
+        terms = layer._preprocess(texts)  # noqa: SLF001 (TextVectorization's own n-grams, as term_counts counts them)
+        columns = 1 + tf.strings.to_hash_bucket_fast(terms, buckets - 1)
+        return tf.sparse.bincount(columns, axis=-1, minlength=buckets, maxlength=buckets)
+
+
+def fit_hashed_ngram_features(texts, labels, config: TextPreprocessingConfig, *, num_classes: int, ngrams: int,
+                              buckets: int, weighting: str, char_ngrams: int = 0,
+                              char_buckets: int = 0) -> tuple[HashedNgramFeatures, np.ndarray]:
+    """`fit_ngram_features` with hashed n-grams (`HashedNgramFeatures`): only the idf is fitted, in one pass."""
+    features = HashedNgramFeatures(config, ngrams=ngrams, buckets=buckets, weighting=weighting,
+                                   char_ngrams=char_ngrams, char_buckets=char_buckets)
+    class_df = fit_idf(features, example_rows(texts, labels)[0], num_classes)
+    log.info("N-gram features: %d hash buckets (word 1- to %d-grams%s, %s; no vocabulary)", features.size, ngrams,
+             f"; {features.char_size} for character 1- to {char_ngrams}-grams" if char_ngrams else "", weighting)
     return features, class_df
 
 

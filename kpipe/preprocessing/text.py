@@ -70,6 +70,17 @@ def fit_vocabulary(texts: np.ndarray, config: TextPreprocessingConfig, *, cache_
     return cached_vocabulary(cache_dir, "vocabulary", settings, texts, lambda: _fit_vocabulary(texts, config))
 
 
+def counted_vocabulary(rows: tf.data.Dataset, config: TextPreprocessingConfig) -> list[str]:
+    """`fit_vocabulary`'s vocabulary (word tokenizers) from a stream of (text, label) rows too large to hold,
+    counted in bounded memory (`kpipe.preprocessing.term_counts`)."""
+    from kpipe.preprocessing.term_counts import counted_vocabularies
+
+    vectorizer = make_vectorizer(config)
+    (learned,) = counted_vocabularies([vectorizer], prefetched(rows.map(lambda text, label: text).batch(4096)))
+    vectorizer.set_vocabulary(learned)
+    return [str(token) for token in vectorizer.get_vocabulary()]
+
+
 def cached_vocabulary(cache_dir: Path | None, prefix: str, settings: tuple, texts, fit) -> list[str]:
     """`fit()`'s vocabulary, kept in `cache_dir` (when given) as `<prefix>-<hash>.json` under a hash of
     `settings` and `texts`, so a rerun on the same texts skips the fit; never a half-written file."""

@@ -36,11 +36,14 @@ def test_a_run_on_shards_streams_them_and_reports_the_out_of_core_baseline(strea
     metrics = json.loads((folder / "saved_models/sentiment-bigrams/1/metrics.json").read_text())
     data = metrics["data"]
     assert data["shards"] == 3 and data["skipped_shards"] == [] and data["fitting_sample"] == 500
+    assert data["fit_vocabulary"] == "counts"
     assert data["train"] + data["validation"] + data["test"] == 1200
     assert metrics["baseline"]["name"] == "hashing + SGD logistic (out-of-core)"
     assert metrics["accuracy"] > 0.8 and metrics["baseline"]["accuracy"] > 0.8  # the reviews' words decide
     assert "hashing + SGD logistic (out-of-core)" in run.stdout
     assert "preprocessing fitted on a seeded sample of 500 training rows" in run.stderr
+    # the n-gram vocabulary is counted over every training row, not the 500-row sample
+    assert "ngram_vectorization: counted over every training row" in run.stderr
 
 
 def test_predict_over_shards_writes_one_output_per_input_and_resumes(streamed):

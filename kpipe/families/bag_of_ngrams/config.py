@@ -22,6 +22,9 @@ class BagOfNgramsConfig:
         char_ngrams: 0 for words only; N adds character 1- to N-grams of the lower-cased texts,
             punctuation kept (emoticons, "!!", hashtags, misspellings: worth it on short texts).
         max_char_features: keep this many most frequent character n-grams.
+        hashing: no vocabulary: each n-gram counts in one of `max_features` (characters: `max_char_features`)
+            columns picked by a hash of it, so nothing is fitted but the idf (one pass): for data too large to
+            count, at the price of colliding n-grams sharing a column. `kpipe export` does not take these models.
         weighting: "tfidf" (sublinear term frequency x smooth idf, rows scaled to unit length),
             "binary" (1 per n-gram present) or "nb" (binary scaled by naive-Bayes log-count ratios,
             NBSVM-style; with more than two classes, one ratio per class against the rest).
@@ -38,6 +41,7 @@ class BagOfNgramsConfig:
     max_features: int = 200000
     char_ngrams: int = 0
     max_char_features: int = 200000
+    hashing: bool = False
     weighting: str = "nb"
     nb_alpha: float = 1.0
     hidden_units: int = 0

@@ -31,9 +31,16 @@ from kpipe.families.transformer_classifier.model import build_masked_lm, build_t
 from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
-from kpipe.preprocessing.ngrams import PairNgramFeatures, fit_ngram_features, make_ngram_dataset, nb_log_count_ratios
+from kpipe.preprocessing.ngrams import (
+    PairNgramFeatures,
+    fit_hashed_ngram_features,
+    fit_ngram_features,
+    make_ngram_dataset,
+    nb_log_count_ratios,
+)
 from kpipe.preprocessing.text import (
     bucket_boundaries,
+    counted_vocabulary,
     encode_texts,
     fit_vocabulary,
     make_text_dataset,
@@ -111,13 +118,22 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
     # With several labels per text or pairs, one "class": its document frequencies are the n-grams' own (the
     # IDF's); a pair's vocabulary and idf are fitted on both of its texts.
     one_class = splits.multi_label or splits.pairs
-    train_texts = splits.fitting.texts.reshape(-1)
-    class_labels = np.zeros(len(train_texts), np.int32) if one_class else splits.fitting.labels
-    features, class_df = fit_ngram_features(
-        train_texts, class_labels, pre, num_classes=1 if one_class else splits.num_classes,
-        ngrams=model_config.ngrams,
-        max_features=model_config.max_features, weighting=model_config.weighting,
-        char_ngrams=model_config.char_ngrams, max_char_features=model_config.max_char_features)
+    counting = getattr(splits, "counting", None)  # streamed shards: every training row, counted
+    if counting is not None:
+        train_texts, class_labels = counting.texts, None
+    else:
+        train_texts = splits.fitting.texts.reshape(-1)
+        class_labels = np.zeros(len(train_texts), np.int32) if one_class else splits.fitting.labels
+    if model_config.hashing:
+        features, class_df = fit_hashed_ngram_features(
+            train_texts, class_labels, pre, num_classes=1 if one_class else splits.num_classes,
+            ngrams=model_config.ngrams, buckets=model_config.max_features, weighting=model_config.weighting,
+            char_ngrams=model_config.char_ngrams, char_buckets=model_config.max_char_features)
+    else:
+        features, class_df = fit_ngram_features(
+            train_texts, class_labels, pre, num_classes=1 if one_class else splits.num_classes,
+            ngrams=model_config.ngrams, max_features=model_config.max_features, weighting=model_config.weighting,
+            char_ngrams=model_config.char_ngrams, max_char_features=model_config.max_char_features)
     ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha) if model_config.weighting == "nb" else None
     if splits.pairs:  # a block per text, then their overlap
         features = PairNgramFeatures(features)
@@ -135,7 +151,7 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
                                validation_data=dataset(*rows_of(splits.validation)))
     return Member(model, features, dataset, [features], features.vocabulary(), history,
                   {"features": features.size, "ngrams": model_config.ngrams, "char_ngrams": model_config.char_ngrams,
-                   "weighting": model_config.weighting,
+                   "weighting": model_config.weighting, "hashing": model_config.hashing,
                    "feature_fit_seconds": round(fit_seconds, 2)})
 
 
@@ -210,7 +226,11 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
     vectors = None
     if not transformer and model_config.pretrained_embeddings:  # loaded first, so a bad file fails in seconds
         vectors = load_word_vectors(model_config.pretrained_embeddings, expected_dim=model_config.embedding_dim)
-    vocabulary = fit_vocabulary(splits.fitting.texts, pre, cache_dir=run.export_root / ".cache")
+    counting = getattr(splits, "counting", None)  # streamed shards: every training row, counted
+    if counting is not None and pre.tokenizer != "wordpiece":
+        vocabulary = counted_vocabulary(counting.texts, pre)
+    else:
+        vocabulary = fit_vocabulary(splits.fitting.texts, pre, cache_dir=run.export_root / ".cache")
     vectorizer = make_vectorizer(pre, vocabulary)
     log.info("Vocabulary: %d tokens (fitted on the training split)", len(vocabulary))
 

@@ -42,9 +42,21 @@ def write_shards(folder, frame, parts, formats=("parquet",), order=None):
             part.to_csv(path, index=False)
         elif fmt == "tsv":
             part.to_csv(path, sep="\t", index=False)
+        elif fmt.startswith("tfrecord"):
+            write_records(path, part)
         else:
             part.to_json(path, orient="records", lines=True)
     return folder
+
+
+def write_records(path, frame):
+    """tf.train.Examples of the rows, each column a bytes feature."""
+    options = tf.io.TFRecordOptions(compression_type="GZIP" if path.name.endswith(".gz") else "")
+    with tf.io.TFRecordWriter(str(path), options) as writer:
+        for row in frame.itertuples():
+            feature = {name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[str(getattr(row, name)).encode()]))
+                       for name in frame.columns}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
 
 
 def config(path, **kw):
@@ -62,7 +74,8 @@ def frame():
 
 @pytest.fixture(scope="module")
 def splits(frame, tmp_path_factory):
-    folder = write_shards(tmp_path_factory.mktemp("shards"), frame, 4, formats=("parquet", "csv.gz", "tsv", "jsonl"))
+    folder = write_shards(tmp_path_factory.mktemp("shards"), frame, 6,
+                          formats=("parquet", "csv.gz", "tsv", "jsonl", "tfrecord", "tfrecord.gz"))
     return load_streamed_text(config(folder / "*"), tmp_path_factory.mktemp("cache"))
 
 
@@ -78,7 +91,9 @@ def test_each_row_is_in_the_split_its_seeded_hash_names_whatever_the_shards(fram
     assert 0 < len(splits.test) < len(splits.train)
 
 
-def test_four_formats_give_the_same_rows_and_labels(frame, splits):
+def test_every_format_gives_the_same_rows_and_labels(frame, splits):
+    assert sorted(p.name.split(".", 1)[1] for p in splits.scan.shards) == [
+        "csv.gz", "jsonl", "parquet", "tfrecord", "tfrecord.gz", "tsv"]
     labels = dict(zip(frame.text, frame.label))
     got = rows_of(splits.train) + rows_of(splits.validation) + rows_of(splits.test)
     assert len(got) == ROWS
@@ -180,6 +195,14 @@ def test_a_corrupt_shard_stops_the_run_or_is_skipped_and_counted(frame, tmp_path
     assert "Skipping unreadable shard" in caplog.text
     total = len(skipped.train) + len(skipped.validation) + len(skipped.test)
     assert total == ROWS - 200 == sum(1 for s in (skipped.train, skipped.validation, skipped.test) for _ in s.texts)
+
+
+def test_a_truncated_tfrecord_shard_is_named(frame, tmp_path):
+    folder = write_shards(tmp_path / "s", frame, 2, formats=("tfrecord",))
+    whole = (folder / "part-001.tfrecord").read_bytes()
+    (folder / "part-001.tfrecord").write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(shards.BadShardError, match=r"part-001\.tfrecord cannot be read \(DataLossError"):
+        load_streamed_text(config(folder), tmp_path / "c")
 
 
 def test_duplicate_ids_are_refused(frame, tmp_path):

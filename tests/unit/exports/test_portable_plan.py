@@ -30,3 +30,15 @@ def test_an_n_gram_export_without_its_idf_says_to_run_the_pipeline_again(tmp_pat
                                         'weighting = "tfidf"\n')
     assert main(["export", str(folder), "--format", "litert"]) == 2
     assert "without its n-gram idf (idf.npy); run the pipeline again" in capsys.readouterr().err
+
+
+def test_an_export_of_hashed_n_grams_is_refused_with_the_setting_to_change(tmp_path, capsys):
+    folder = version_folder(tmp_path, task="classify", family="bag_of_ngrams")
+    (folder / "config.toml").write_text('[data]\n[preprocessing]\nstandardize = "lower"\nsplit = "whitespace"\n'
+                                        '[model]\nfamily = "bag_of_ngrams"\nngrams = 2\nchar_ngrams = 0\n'
+                                        'weighting = "tfidf"\nhashing = true\n')
+    (folder / "idf.npy").write_bytes(b"")
+    assert main(["export", str(folder), "--format", "onnx"]) == 2
+    err = capsys.readouterr().err
+    assert "hashes its n-grams (model.hashing=true)" in err and "model.hashing=false" in err
+    assert err.count("\n") == 1 and sorted(p.name for p in folder.parent.iterdir()) == ["1"]

@@ -113,3 +113,36 @@ def test_pair_features_are_two_blocks_and_the_set_overlap_of_their_ngrams():
         expected = [shared / len(first) if first else 0, shared / len(second) if second else 0,
                     shared / len(first | second) if first | second else 0]
         np.testing.assert_allclose(row[-3:], expected, rtol=1e-6)
+
+
+def test_hashed_features_count_each_ngram_in_its_hash_bucket_and_weigh_them_as_scikit_learn():
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    from kpipe.preprocessing.ngrams import fit_hashed_ngram_features
+
+    features, class_df = fit_hashed_ngram_features(TEXTS, LABELS, PRE, num_classes=2, ngrams=2, buckets=50,
+                                                   weighting="tfidf")
+    expected = np.zeros((len(TEXTS), 50))
+    for row, text in enumerate(TEXTS):
+        for gram in analyzer(text):
+            expected[row, 1 + tf.strings.to_hash_bucket_fast(gram, 49).numpy()] += 1
+    np.testing.assert_array_equal(dense(features.counts(tf.constant(list(TEXTS)))), expected)
+    np.testing.assert_array_equal(class_df.sum(axis=0), (expected > 0).sum(axis=0))
+    reference = TfidfTransformer(sublinear_tf=True).fit(expected[:, 1:]).transform(expected[:, 1:]).toarray()
+    np.testing.assert_allclose(dense(features(tf.constant(list(TEXTS))))[:, 1:], reference, rtol=1e-5, atol=1e-6)
+    assert len(features.vocabulary()) == features.size == 50
+
+
+def test_hashed_features_survive_a_saved_model_round_trip(tmp_path):
+    from kpipe.preprocessing.ngrams import fit_hashed_ngram_features
+
+    features, _ = fit_hashed_ngram_features(TEXTS, LABELS, PRE, num_classes=2, ngrams=2, buckets=64,
+                                            weighting="tfidf", char_ngrams=2, char_buckets=32)
+    module = tf.Module()
+    module.features = features
+    module.serve = tf.function(lambda texts: tf.sparse.to_dense(features(texts)),
+                               input_signature=[tf.TensorSpec([None], tf.string)])
+    tf.saved_model.save(module, str(tmp_path / "hashed"))
+    loaded = tf.saved_model.load(str(tmp_path / "hashed"))
+    texts = tf.constant(["an unseen text, great!", *TEXTS])
+    np.testing.assert_allclose(loaded.serve(texts).numpy(), tf.sparse.to_dense(features(texts)).numpy(), rtol=1e-6)

@@ -117,7 +117,7 @@ def test_a_failure_the_retry_cannot_catch_answers_the_batch_and_the_worker_lives
 
 def test_a_request_over_the_batch_size_runs_in_chunks_that_interleave_with_other_clients():
     async def scenario():
-        calls, release = [], threading.Event()
+        calls = []
         run = doubling(calls)
         batcher = MicroBatcher(run, max_batch_size=4, timeout=0.0, executor=ThreadPoolExecutor(1))
         big = asyncio.create_task(batcher({"x": np.arange(10)}))
