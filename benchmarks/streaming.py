@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -78,16 +79,22 @@ def timed(command: list[str], cwd: Path) -> tuple[float, float, subprocess.Compl
     return seconds, int(found[-1]) / 2 ** 20, done
 
 
-def train(data: str, cwd: Path, label: str) -> dict:
+def train(data: str, cwd: Path, label: str, *, pipeline: str = "imdb-bigrams", seed: int = 1337,
+          settings: tuple[str, ...] = ()) -> dict:
     cwd.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "kpipe", "run", "imdb-bigrams", "--data", data, "--set", "training.epochs=1"]
+    command = [sys.executable, "-m", "kpipe", "run", pipeline, "--data", data, "--set", "training.epochs=1",
+               "--set", f"data.seed={seed}"]
     if "*" in data:  # shards: each row's split from its id (the in-memory path shuffles row positions)
         command += ["--set", 'data.id_column="id"']
+    for setting in settings:
+        command += ["--set", setting]
     seconds, rss, _ = timed(command, cwd)
-    versions = sorted((cwd / "saved_models/imdb-bigrams").iterdir(), key=lambda p: int(p.name) if p.name.isdigit()
+    versions = sorted((cwd / f"saved_models/{pipeline}").iterdir(), key=lambda p: int(p.name) if p.name.isdigit()
                       else -1)
     metrics = json.loads((versions[-1] / "metrics.json").read_text())
-    rows = metrics["data"]["train"]
+    steps = next((int(s.split("=")[1]) for s in settings if s.startswith("training.steps_per_epoch=")), 0)
+    batch_size = tomllib.loads((versions[-1] / "config.toml").read_text())["training"]["batch_size"]
+    rows = steps * batch_size if steps else metrics["data"]["train"]
     result = {"path": label, "train_rows": rows, "wall_s": round(seconds, 1), "peak_rss_gib": round(rss, 2),
               "train_s": metrics["train_seconds_this_run"],
               "train_rows_per_s": round(rows / metrics["train_seconds_this_run"], 1),
@@ -121,6 +128,9 @@ def main() -> None:
     parser.add_argument("--shard-rows", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--work", default="/tmp/kpipe-streaming")
+    parser.add_argument("--bilstm-steps", type=int, default=0,
+                        help="with --rows-big: also train imdb-bilstm for this many batches over the big shards")
+    parser.add_argument("--skip-big-bigrams", action="store_true", help="with --rows-big: the BiLSTM run only")
     args = parser.parse_args()
     work = Path(args.work)
     pools = sentence_pools(Path(args.imdb))
@@ -132,8 +142,8 @@ def main() -> None:
         write_corpus(pools, args.rows_both, both, args.shard_rows, seed=1, single_file=True)
     for repeat in range(args.repeats if args.rows_both else 0):
         order = [("in-memory", str(both / "all.parquet")), ("streaming", str(both / "shards" / "*"))]
-        for label, data in (order if repeat % 2 == 0 else order[::-1]):
-            results["train"].append(train(data, both / f"run-{label}-{repeat}", label))
+        for label, data in (order if repeat % 2 == 0 else order[::-1]):  # another split and seed each repeat
+            results["train"].append(train(data, both / f"run-{label}-{repeat}", label, seed=1337 + repeat))
     for label, data, output in ((("in-memory", str(both / "all.parquet"), "answers.parquet"),
                                  ("streaming", str(both / "shards" / "*"), "answers")) if args.rows_both else ()):
         export = next(r["export"] for r in results["train"] if r["path"] == label)
@@ -144,10 +154,16 @@ def main() -> None:
             started = time.perf_counter()
             write_corpus(pools, args.rows_big, big, args.shard_rows, seed=2, single_file=False)
             print(f"wrote {args.rows_big} rows in {time.perf_counter() - started:.0f} s", flush=True)
-        trained = train(str(big / "shards" / "*"), big / "run", "streaming (big)")
-        results["train"].append(trained)
-        results["predict"].append(predict(trained["export"], str(big / "shards" / "*"), "answers", big,
-                                          "streaming (big)", args.rows_big))
+        if not args.skip_big_bigrams:
+            trained = train(str(big / "shards" / "*"), big / "run", "streaming (big)")
+            results["train"].append(trained)
+            results["predict"].append(predict(trained["export"], str(big / "shards" / "*"), "answers", big,
+                                              "streaming (big)", args.rows_big))
+        if args.bilstm_steps:
+            results["train"].append(train(str(big / "shards" / "*"), big / "run-bilstm",
+                                          f"streaming (big), imdb-bilstm, {args.bilstm_steps} batches",
+                                          pipeline="imdb-bilstm",
+                                          settings=(f"training.steps_per_epoch={args.bilstm_steps}",)))
     print("\n| path | train rows | peak RSS (GiB) | training rows/s | test accuracy | baseline (same run) |")
     print("|---|---|---|---|---|---|")
     for label in dict.fromkeys(r["path"] for r in results["train"]):

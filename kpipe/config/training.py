@@ -52,6 +52,9 @@ class TrainingConfig:
         steps_per_execution: training batches per call from Python into TensorFlow; more cuts the
             per-step overhead of small, fast steps (the progress bar and batch callbacks then update
             once per call).
+        steps_per_epoch: 0 = each epoch is one pass over the training split; N = each epoch stops after N
+            batches (a bounded run over data too large to pass over, or a quick check), starting again from the
+            beginning of the (reshuffled) split.
         worker_timeout_s: multi_worker only: how long to wait for every worker to join, and for
             any exchange between workers, before failing.
         seed: seeds weights, dropout and shuffling, so the same command gives the same run.
@@ -74,6 +77,7 @@ class TrainingConfig:
     strategy: str = "auto"
     precision: str = "float32"
     steps_per_execution: int = 1
+    steps_per_epoch: int = 0
     worker_timeout_s: float = 300.0
     seed: int = 1337
     refit_with_validation: bool = False
@@ -92,4 +96,5 @@ class TrainingConfig:
         check_choice("strategy", self.strategy, STRATEGIES)
         check_choice("precision", self.precision, PRECISIONS)
         check_range("steps_per_execution", self.steps_per_execution, low=1)
+        check_range("steps_per_epoch", self.steps_per_epoch, low=0)
         check_range("worker_timeout_s", self.worker_timeout_s, low=0.0, low_inclusive=False)

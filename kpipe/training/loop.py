@@ -277,6 +277,8 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
     """
     keras.utils.set_random_seed(config.seed)
     work_dir.mkdir(parents=True, exist_ok=True)
+    if config.steps_per_epoch:
+        train_data = train_data.take(config.steps_per_epoch)  # each epoch a bounded number of batches
     if validation_data is not None and not multi_worker.is_multi_worker(strategy):
         validation_data = even_first_batch(validation_data, strategy.num_replicas_in_sync)
     # A per-step schedule needs the steps of each phase (counted once when the dataset cannot tell).

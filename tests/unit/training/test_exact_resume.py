@@ -125,3 +125,22 @@ def test_word2vec_resumes_with_the_same_pairs_and_rates(tmp_path, crash_after):
         assert row_a == pytest.approx(row_b, rel=1e-6)
     for wa, wb in zip(reference[0].get_weights(), resumed[0].get_weights()):
         np.testing.assert_allclose(wa, wb, rtol=1e-6, atol=1e-7)
+
+
+def test_steps_per_epoch_bounds_each_epoch_to_that_many_batches(tmp_path):
+    seen = []
+
+    class Batches(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen[-1].append(batch)
+
+        def on_epoch_begin(self, epoch, logs=None):
+            seen.append([])
+
+    x = np.arange(10 * 8 * 6).reshape(80, 6).astype("int32") % 30
+    data = tf.data.Dataset.from_tensor_slices((x, np.ones(80, "float32"))).batch(8)  # 10 batches
+    config = TrainingConfig(epochs=3, steps_per_epoch=4, early_stopping_patience=5, seed=7)
+    _, history = train_model(build, loss="binary_crossentropy", metrics=["accuracy"], train_data=data,
+                             validation_data=data, config=config, work_dir=tmp_path, strategy=make_strategy("default"),
+                             extra_callbacks=[Batches()])
+    assert seen == [[0, 1, 2, 3]] * 3 and len(history) == 3
