@@ -15,5 +15,6 @@ uses (seq2seq_attention/decoding.py, word2vec/sparse_sgd.py). Layers that severa
     char_rnn                character LSTM/GRU name generator, optionally conditioned on a category
     char_transformer        character transformer name generator
     seq2seq_attention       GRU/LSTM encoder-decoder with Bahdanau attention; greedy and beam decoding
+    seq2seq_transformer     transformer encoder-decoder (keras-hub layers), decoded as seq2seq_attention
     word2vec                skip-gram and CBOW with negative sampling (Keras, or sparse SGD)
 """

@@ -29,6 +29,7 @@ from kpipe.families.rnn_classifier.config import RNNClassifierConfig
 from kpipe.families.rnn_forecaster.config import RNNForecasterConfig
 from kpipe.families.sentence_encoder.config import SentenceEncoderConfig
 from kpipe.families.seq2seq_attention.config import Seq2SeqConfig
+from kpipe.families.seq2seq_transformer.config import Seq2SeqTransformerConfig
 from kpipe.families.transformer_classifier.config import TransformerClassifierConfig
 from kpipe.families.word2vec.config import Word2VecConfig
 from kpipe.preprocessing.configs import (
@@ -160,7 +161,8 @@ TASKS = {spec.name: spec for spec in (
              headline=("test.model.mae", "test.model.mape", "best_baseline", "model_vs_best_baseline_mae")),
     TaskSpec("generate", NamesDataConfig, NamesPreprocessingConfig, {"char_rnn": CharGeneratorConfig, "char_transformer": CharTransformerConfig},
              "kpipe.tasks.generate.run:run_generate", headline=("test_nll_per_char", "bigram_nll_per_char")),
-    TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, {"seq2seq_attention": Seq2SeqConfig},
+    TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, {"seq2seq_attention": Seq2SeqConfig,
+                                                                 "seq2seq_transformer": Seq2SeqTransformerConfig},
              "kpipe.tasks.translate.run:run_translate", headline=("word_error_rate", "token_error_rate")),
     TaskSpec("word2vec", CorpusDataConfig, SkipGramConfig, {"skipgram": Word2VecConfig, "cbow": Word2VecConfig},
              "kpipe.tasks.word2vec.run:run_word2vec", check_word2vec_config,

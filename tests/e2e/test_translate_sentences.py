@@ -69,3 +69,21 @@ def test_without_data_one_line_says_where_to_get_it(tmp_path, monkeypatch, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'val_bleu' is logged for sentences only" in err[0]
     assert not (tmp_path / "saved_models").exists()
+
+
+def test_the_transformer_pipeline_learns_the_grammar_and_exports_a_translator(tmp_path):
+    write_english_spanish(tmp_path / "es.tsv")
+    tiny = ["--set", "preprocessing.subword_vocabulary_size=200", "--set", "model.embedding_dim=32",
+            "--set", "model.num_heads=2", "--set", "model.intermediate_dim=64", "--set", "training.epochs=15",
+            "--set", "training.batch_size=16", "--set", "training.learning_rate=0.01",
+            "--set", 'training.learning_rate_schedule="constant"',  # 4 steps an epoch: no room for a warmup
+            "--set", "data.validation_fraction=0.1", "--set", "data.test_fraction=0.2",
+            "--set", "training.early_stopping_patience=0", "--set", "model.beam_width=2"]
+    code, printed = kpipe_in_process("run", "translate-eng-spa", "--data", "es.tsv", *tiny, cwd=tmp_path)
+    assert code == 0, printed[-3000:]
+    export = tmp_path / "saved_models" / "translate-eng-spa" / "1"
+    metrics = json.loads((export / "metrics.json").read_text())
+    assert metrics["bleu"] > 50 and metrics["decoding"] == "beam 2", metrics["bleu"]  # 89 when written
+    loaded = tf.saved_model.load(str(export))  # kept: its functions need its variables alive
+    outputs = [o.decode() for o in loaded.translate(tf.constant(["Where is the station?", ""]))["output"].numpy()]
+    assert outputs[0].startswith("¿") and outputs[0].endswith("?") and outputs[1] == ""

@@ -1,6 +1,8 @@
-"""Batched greedy and beam-search decoding for `build_seq2seq` models, in graph mode.
+"""Batched greedy and beam-search decoding for translation models, in graph mode.
 
-Both run the trained layer objects (`Seq2SeqParts`) one target step at a time inside a
+Both run the trained layer objects (`Seq2SeqParts`, or `TransformerParts` of the seq2seq_transformer family:
+anything with `encode(source)`, `step(tokens, states, encoder_outputs, source_mask)` and an `output` layer) one
+target step at a time inside a
 `tf.while_loop` (AutoGraph) for the whole batch, stop when every row has produced the end token
 (or after `max_length` steps), and return the ids (batch, max_length), padded with 0 after the
 end token, and the attention weights (batch, max_length, source_steps).
@@ -12,7 +14,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from kpipe.families.seq2seq_attention.model import END, PAD, START, UNKNOWN, Seq2SeqParts, decode_step, encode
+from kpipe.families.seq2seq_attention.model import END, PAD, START, UNKNOWN, Seq2SeqParts
 
 NEG_INF = -1e9
 
@@ -28,7 +30,7 @@ def _same_shape(new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
 
 
 def _members(parts: Seq2SeqParts | Sequence[Seq2SeqParts]) -> list[Seq2SeqParts]:
-    return [parts] if isinstance(parts, Seq2SeqParts) else list(parts)
+    return [parts] if hasattr(parts, "step") else list(parts)
 
 
 def greedy_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor,
@@ -39,7 +41,7 @@ def greedy_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tenso
     their summed log-probabilities, and the attention returned is the first model's.
     """
     members = _members(parts)
-    encoded = [encode(member, source) for member in members]
+    encoded = [member.encode(source) for member in members]
     states = [member_states for _, _, member_states in encoded]
     batch, source_steps = tf.shape(source)[0], tf.shape(source)[1]
     penalty = _never_emit(members[0].output.units)
@@ -50,7 +52,7 @@ def greedy_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tenso
     for step in tf.range(max_length):
         log_probabilities, next_states, first_weights = penalty, [], None
         for member, (encoder_outputs, mask, _), member_states in zip(members, encoded, states):
-            probabilities, member_states, weights = decode_step(member, tokens, member_states, encoder_outputs, mask)
+            probabilities, member_states, weights = member.step(tokens, member_states, encoder_outputs, mask)
             log_probabilities += tf.math.log(probabilities + 1e-12)
             next_states.append(member_states)
             first_weights = weights if first_weights is None else first_weights
@@ -83,7 +85,7 @@ def beam_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor,
     # Every hypothesis gets its own copy of its row's encoder outputs: row-major (batch * k).
     encoded, states = [], []
     for member in members:
-        encoder_outputs, mask, member_states = encode(member, source)
+        encoder_outputs, mask, member_states = member.encode(source)
         encoded.append((tf.repeat(encoder_outputs, k, axis=0), tf.repeat(mask, k, axis=0)))
         states.append([tf.repeat(s, k, axis=0) for s in member_states])
     penalty = _never_emit(vocabulary)
@@ -101,8 +103,7 @@ def beam_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor,
         loop_vars, loop_states = (scores, lengths, finished, ids, attention, tokens), states
         log_probs, states, weights = penalty, [], None
         for member, (encoder_outputs, mask), member_states in zip(members, encoded, loop_states):
-            probabilities, member_states, member_weights = decode_step(member, tokens, member_states,
-                                                                       encoder_outputs, mask)
+            probabilities, member_states, member_weights = member.step(tokens, member_states, encoder_outputs, mask)
             log_probs += tf.math.log(tf.cast(probabilities, tf.float32) + 1e-12)
             states.append(member_states)
             weights = member_weights if weights is None else weights

@@ -92,6 +92,13 @@ class Seq2SeqParts:
                    model.get_layer("target_embedding"), model.get_layer("decoder"), model.get_layer("attention"),
                    model.get_layer("output"), "lstm" if len(bridges) == 2 else "gru")
 
+    # What decoding calls (`decoding.py`), as every translation family's parts do (see seq2seq_transformer).
+    def encode(self, source: tf.Tensor):
+        return encode(self, source)
+
+    def step(self, tokens: tf.Tensor, states: list, encoder_outputs, source_mask):
+        return decode_step(self, tokens, states, encoder_outputs, source_mask)
+
 
 def build_seq2seq(config: Seq2SeqConfig) -> Seq2SeqParts:
     """Build the teacher-forced training model and return it with its layers.

@@ -22,9 +22,10 @@ from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.datasets.pairs import PairSplits, load_pairs
 from kpipe.evaluation.sequence_metrics import corpus_bleu, corpus_chrf, error_analysis, error_rates, sentence_bleu
 from kpipe.families.seq2seq_attention.config import Seq2SeqConfig
-from kpipe.families.seq2seq_attention.model import Seq2SeqParts, build_seq2seq
+from kpipe.families.seq2seq_attention.model import Seq2SeqParts
 from kpipe.preprocessing.configs import PairPreprocessingConfig
 from kpipe.preprocessing.token_pairs import TokenTable, fit_tables, lengths, make_pair_dataset
+from kpipe.tasks.translate.families import build_translation_model, sized
 from kpipe.tasks.translate.serving import Translator, translate_batches, write_translator_export
 from kpipe.tasks.translate.validation import ValidationDecoding, average_epochs, decode_and_score, tokenized
 from kpipe.training.checkpoint_averaging import EpochWeights
@@ -72,8 +73,7 @@ def _run_translate(run: Run, config: PipelineConfig) -> RunResult:
     pre: PairPreprocessingConfig = config.preprocessing
     splits: PairSplits = load_pairs(config.data)
     source_table, target_table = fit_token_tables(run, splits, pre)
-    model_config: Seq2SeqConfig = dataclasses.replace(
-        config.model, source_vocabulary_size=source_table.size, target_vocabulary_size=target_table.size)
+    model_config: Seq2SeqConfig = sized(config.model, source_table.size, target_table.size, pre)
 
     def make_translator(parts, decoding: Seq2SeqConfig = dataclasses.replace(model_config, beam_width=1)):
         """Validation decodes greedily: fast, and what members are compared on."""
@@ -213,7 +213,7 @@ def _train_member(run: Run, config: PipelineConfig, model_config: Seq2SeqConfig,
     built: dict[int, Seq2SeqParts] = {}
 
     def build() -> keras.Model:
-        parts = build_seq2seq(model_config)
+        parts = build_translation_model(model_config)
         built[id(parts.model)] = parts
         return parts.model
 

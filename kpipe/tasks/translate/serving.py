@@ -19,6 +19,7 @@ from kpipe.families.seq2seq_attention.model import Seq2SeqParts
 from kpipe.preprocessing.configs import PairPreprocessingConfig
 from kpipe.preprocessing.token_pairs import TokenTable, pad_batch, source_ids
 from kpipe.tasks.translate import TRANSLATOR_FILE
+from kpipe.tasks.translate.families import parts_of
 
 
 class Translator(tf.Module):
@@ -31,7 +32,7 @@ class Translator(tf.Module):
     def __init__(self, parts: Seq2SeqParts | Sequence[Seq2SeqParts], source_table: TokenTable,
                  target_table: TokenTable, pre: PairPreprocessingConfig, model_config: Seq2SeqConfig):
         super().__init__()
-        self.parts = tuple([parts] if isinstance(parts, Seq2SeqParts) else parts)
+        self.parts = tuple([parts] if hasattr(parts, "step") else parts)
         self.model = self.parts[0].model
         self.models = [member.model for member in self.parts]  # tracked: the SavedModel keeps every member
         self.source_table, self.target_table = source_table, target_table
@@ -64,7 +65,7 @@ def load_members(export_dir: str | Path) -> list[Seq2SeqParts]:
     paths = [Path(export_dir) / member_file(1)]
     while (Path(export_dir) / member_file(len(paths) + 1)).is_file():
         paths.append(Path(export_dir) / member_file(len(paths) + 1))
-    return [Seq2SeqParts.from_model(keras.saving.load_model(path)) for path in paths]
+    return [parts_of(keras.saving.load_model(path)) for path in paths]
 
 
 def write_translator_export(path: Path, *, members: Sequence[Seq2SeqParts], translator: Translator, config,

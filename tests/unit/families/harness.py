@@ -159,6 +159,14 @@ def _seq2seq():
                                                source_vocabulary_size=12, target_vocabulary_size=12)).model
 
 
+def _seq2seq_transformer():
+    from kpipe.families.seq2seq_transformer.config import Seq2SeqTransformerConfig
+    from kpipe.families.seq2seq_transformer.model import build_seq2seq_transformer
+    return lambda: build_seq2seq_transformer(Seq2SeqTransformerConfig(
+        embedding_dim=8, num_heads=2, intermediate_dim=16, source_vocabulary_size=12, target_vocabulary_size=12,
+        source_positions=8, target_positions=8)).model
+
+
 def _word2vec(family: str):
     from kpipe.families.word2vec.config import Word2VecConfig
     from kpipe.families.word2vec.model import build_cbow, build_skipgram
@@ -197,6 +205,7 @@ FAMILY_CASES = [
     FamilyCase("char_transformer", "char_transformer", _char_generator("char_transformer"), LOGITS_CE,
                (BATCH, 6, 10)),
     FamilyCase("seq2seq_attention", "seq2seq_attention", _seq2seq(), SPARSE_CE, (BATCH, None, 12)),
+    FamilyCase("seq2seq_transformer", "seq2seq_transformer", _seq2seq_transformer(), SPARSE_CE, (BATCH, None, 12)),
     FamilyCase("skipgram", "skipgram", _word2vec("skipgram"), "negative_sampling", (BATCH, None),
                training_steps=2),
     FamilyCase("cbow", "cbow", _word2vec("cbow"), "negative_sampling", (BATCH, None), training_steps=2),

@@ -1,0 +1,1 @@
+"""Transformer encoder-decoder for translation (keras-hub layers); decoded by `seq2seq_attention.decoding`."""

@@ -1,0 +1,112 @@
+"""Transformer encoder-decoder (Vaswani et al. 2017) from keras-hub layers, built with the functional API.
+
+Encoder: `TokenAndPositionEmbedding` -> `TransformerEncoder` x N. Decoder: `TokenAndPositionEmbedding` ->
+`TransformerDecoder` x M (causal self-attention, cross-attention over the encoder outputs) -> Dense over the
+target vocabulary. Teacher forcing in training; padding masked on both sides (Keras masks from the embeddings,
+which keras-hub's layers read) and in the loss.
+
+Decoding (`kpipe.families.seq2seq_attention.decoding`) calls `encode` once and `step` once per target token,
+as for the recurrent family: here the decoder "state" is the buffer of tokens emitted so far (batch, positions),
+and each step runs the decoder over the whole buffer and reads the newest position (no cache: target sentences
+are short). The transformer returns no attention weights to plot (zeros).
+
+Token ids on both sides as `seq2seq_attention`: 0 padding, 1 unknown, 2 start, 3 end, then the vocabulary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from kpipe.families.seq2seq_transformer.config import Seq2SeqTransformerConfig
+from kpipe.tokens import SEQ2SEQ
+
+PAD = SEQ2SEQ.pad
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerParts:
+    """The layer objects of a built model, shared by training and decoding (never rebuilt)."""
+
+    model: keras.Model
+    source_embedding: keras.layers.Layer
+    encoders: list
+    target_embedding: keras.layers.Layer
+    decoders: list
+    output: keras.layers.Layer
+
+    @classmethod
+    def from_model(cls, model: keras.Model) -> "TransformerParts":
+        """The parts of a model `build_seq2seq_transformer` made (e.g. loaded from model.keras), found by name."""
+        def numbered(prefix):
+            return [layer for layer in model.layers if layer.name.startswith(prefix)]
+
+        return cls(model, model.get_layer("source_embedding"), numbered("encoder_"),
+                   model.get_layer("target_embedding"), numbered("decoder_"), model.get_layer("output"))
+
+    def encode(self, source: tf.Tensor):
+        """Encoder outputs, source mask and the decoder's initial state (an empty token buffer)."""
+        mask = tf.not_equal(source, PAD)
+        hidden = self.source_embedding(source)
+        for encoder in self.encoders:
+            hidden = encoder(hidden, padding_mask=mask)
+        positions = self.target_embedding.position_embedding.sequence_length
+        return hidden, mask, [tf.zeros([tf.shape(source)[0], positions], tf.int32)]
+
+    def step(self, tokens: tf.Tensor, states: list, encoder_outputs, source_mask):
+        """One decoder step: the previous tokens (batch,) written into the buffer at each row's next position,
+        the decoder run over the buffer -> (probabilities at that position, new states, zero attention)."""
+        (buffer,) = states
+        position = tf.reduce_sum(tf.cast(tf.not_equal(buffer, PAD), tf.int32), axis=1)  # where `tokens` go
+        positions = tf.shape(buffer)[1]
+        position = tf.minimum(position, positions - 1)
+        buffer = buffer + tf.one_hot(position, positions, dtype=tf.int32) * tokens[:, None]
+        hidden = self.target_embedding(buffer)
+        for decoder in self.decoders:
+            hidden = decoder(hidden, encoder_outputs, decoder_padding_mask=tf.not_equal(buffer, PAD),
+                             encoder_padding_mask=source_mask)
+        probabilities = self.output(tf.gather(hidden, position, batch_dims=1))
+        return probabilities, [buffer], tf.zeros(tf.shape(source_mask), tf.float32)
+
+
+def build_seq2seq_transformer(config: Seq2SeqTransformerConfig) -> TransformerParts:
+    """Build the teacher-forced training model and return it with its layers.
+
+    Model inputs: {"source": (batch, source_steps), "target_in": (batch, target_steps)} int ids, right-padded;
+    `target_in` is [START, t1, ..., tn]. Output: probabilities over the target vocabulary (batch, target_steps,
+    vocabulary) for [t1, ..., tn, END], masked where padded.
+
+    Example:
+        >>> parts = build_seq2seq_transformer(Seq2SeqTransformerConfig(
+        ...     source_vocabulary_size=30, target_vocabulary_size=45, embedding_dim=16, num_heads=2,
+        ...     intermediate_dim=32))
+        >>> parts.model.output_shape
+        (None, None, 45)
+    """
+    import keras_hub
+
+    source = keras.Input((None,), dtype="int32", name="source")
+    target_in = keras.Input((None,), dtype="int32", name="target_in")
+    source_embedding = keras_hub.layers.TokenAndPositionEmbedding(
+        config.source_vocabulary_size, config.source_positions, config.embedding_dim, mask_zero=True,
+        name="source_embedding")
+    target_embedding = keras_hub.layers.TokenAndPositionEmbedding(
+        config.target_vocabulary_size, config.target_positions, config.embedding_dim, mask_zero=True,
+        name="target_embedding")
+    encoders = [keras_hub.layers.TransformerEncoder(config.intermediate_dim, config.num_heads, config.dropout,
+                                                    name=f"encoder_{i + 1}") for i in range(config.encoder_layers)]
+    decoders = [keras_hub.layers.TransformerDecoder(config.intermediate_dim, config.num_heads, config.dropout,
+                                                    name=f"decoder_{i + 1}") for i in range(config.decoder_layers)]
+    output = keras.layers.Dense(config.target_vocabulary_size, activation="softmax", dtype="float32", name="output")
+
+    hidden = source_embedding(source)
+    for encoder in encoders:
+        hidden = encoder(hidden)  # padding from the embedding's mask
+    decoded = target_embedding(target_in)
+    for decoder in decoders:
+        decoded = decoder(decoded, hidden)  # causal self-attention; both paddings from the masks
+    probabilities = output(keras.layers.Dropout(config.dropout)(decoded))
+    model = keras.Model({"source": source, "target_in": target_in}, probabilities, name="seq2seq_transformer")
+    return TransformerParts(model, source_embedding, encoders, target_embedding, decoders, output)
