@@ -126,12 +126,7 @@ def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool,
 
     with tqdm(total=len(texts), unit="text", disable=not progress, desc=model_dir.as_posix()) as bar:
         if task == "classify" and is_portable(model_dir):  # ONNX or LiteRT: no TensorFlow
-            classifier = PortableClassifier.open(model_dir)
-            found = []
-            for start in range(0, len(texts), 256):
-                found += classifier.predict(texts[start:start + 256])
-                bar.update(len(texts[start:start + 256]))
-            return _classify_frame(found)
+            return _classify_frame(PortableClassifier.open(model_dir).predict_all(texts, on_batch=bar.update))
         if task == "classify":
             from kpipe.tasks.classify.predict import predict_texts
 

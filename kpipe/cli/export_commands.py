@@ -170,8 +170,7 @@ def _predict_shards(args) -> int:
         classifier = PortableClassifier.open(Path(args.model))
 
         def predict(texts):
-            return _classify_frame([p for start in range(0, len(texts), 256)
-                                    for p in classifier.predict(texts[start:start + 256])])
+            return _classify_frame(classifier.predict_all(texts))
     else:
         model_dir = export_of(args, "classify", "kpipe predict")  # fails fast, before TensorFlow loads
         from kpipe.tasks.classify.predict import load_predictor
@@ -195,8 +194,7 @@ def _predict_portable(args, folder: Path, table, output: Path | None) -> int:
     if output:
         return _write_answers(args, "classify", folder, table, output)
     classifier = PortableClassifier.open(folder)
-    _print_predictions(args, [p for start in range(0, len(table.texts), 256)
-                              for p in classifier.predict(table.texts[start:start + 256])])
+    _print_predictions(args, classifier.predict_all(table.texts))
     return 0
 
 

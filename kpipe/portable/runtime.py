@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -225,6 +225,17 @@ class PortableClassifier(PortableExport):
                     for text, row, labels in zip(texts, rows, chosen)]
         return [PortablePrediction(text, names[int(row.argmax())], float(row.max()),
                                    {n: float(p) for n, p in zip(names, row)}) for text, row in zip(texts, rows)]
+
+    def predict_all(self, texts: Sequence[str], batch_size: int = 256,
+                    on_batch: Callable[[int], object] | None = None) -> list[PortablePrediction]:
+        """`predict` over any number of texts, `batch_size` at a time (bounded memory); `on_batch(rows)` after
+        each batch (a progress bar)."""
+        found = []
+        for start in range(0, len(texts), batch_size):
+            found += self.predict(texts[start:start + batch_size])
+            if on_batch is not None:
+                on_batch(len(texts[start:start + batch_size]))
+        return found
 
 
 class PortableForecaster(PortableExport):
