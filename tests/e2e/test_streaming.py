@@ -69,5 +69,26 @@ def test_a_glob_that_matches_nothing_is_one_line_and_writes_nothing(tmp_path, ca
     assert code == 2
     assert capsys.readouterr().err.strip() == (
         "kpipe: error: no shard matches 'missing/*.parquet': give a glob of table files (e.g. 'reviews/*.parquet') "
-        "or a folder of them (.csv, .tsv, .parquet, .pq, .jsonl, optionally compressed)")
+        "or a folder of them (.csv, .tsv, .parquet, .pq, .jsonl, optionally compressed, or .tfrecord, .tfrecord.gz)")
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_a_recurrent_model_trains_a_bounded_number_of_batches_on_shards_and_reuses_its_counted_vocabulary(
+        streamed, caplog):
+    import logging
+
+    folder, shards, _ = streamed
+    small = ["--set", "preprocessing.vocabulary_size=300", "--set", "preprocessing.sequence_length=40",
+             "--set", "model.embedding_dim=8", "--set", "model.units=[8]", "--set", "training.epochs=1",
+             "--set", "training.steps_per_epoch=3", "--set", "data.fit_sample=500"]
+    with caplog.at_level(logging.INFO):
+        code, printed = kpipe_in_process("run", "imdb-bilstm", "--data", str(shards / "*"), *small, cwd=folder)
+        assert code == 0, printed[-2000:]
+        assert "text_vectorization: counted over every training row" in caplog.text
+        caplog.clear()
+        code, printed = kpipe_in_process("run", "imdb-bilstm", "--data", str(shards / "*"), *small,
+                                         "--set", "training.seed=2", cwd=folder)
+    assert code == 0, printed[-2000:]
+    assert "Vocabulary from the cache" in caplog.text and "text_vectorization: counted" not in caplog.text
+    first, second = ((folder / f"saved_models/imdb-bilstm/{v}/vocabulary.txt").read_text().splitlines() for v in (1, 2))
+    assert first[:2] == ["", "[UNK]"] and "good" in first and second == first

@@ -40,6 +40,7 @@ from kpipe.preprocessing.ngrams import (
 )
 from kpipe.preprocessing.text import (
     bucket_boundaries,
+    cached_vocabulary,
     counted_vocabulary,
     encode_texts,
     fit_vocabulary,
@@ -227,8 +228,10 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
     if not transformer and model_config.pretrained_embeddings:  # loaded first, so a bad file fails in seconds
         vectors = load_word_vectors(model_config.pretrained_embeddings, expected_dim=model_config.embedding_dim)
     counting = getattr(splits, "counting", None)  # streamed shards: every training row, counted
-    if counting is not None and pre.tokenizer != "wordpiece":
-        vocabulary = counted_vocabulary(counting.texts, pre)
+    if counting is not None and pre.tokenizer != "wordpiece":  # cached under the scan's stamp (shards, settings)
+        settings = ("counted", pre.vocabulary_size, pre.standardize, pre.split)
+        vocabulary = cached_vocabulary(run.export_root / ".cache", "vocabulary", settings, [splits.scan.stamp],
+                                       lambda: counted_vocabulary(counting.texts, pre))
     else:
         vocabulary = fit_vocabulary(splits.fitting.texts, pre, cache_dir=run.export_root / ".cache")
     vectorizer = make_vectorizer(pre, vocabulary)
