@@ -19,6 +19,8 @@ Whole documents are used, however long: no truncation, so the end of a long revi
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -135,14 +137,15 @@ def overlap_shares(first: tf.SparseTensor, second: tf.SparseTensor) -> tf.Tensor
 
 def fit_ngram_features(texts, labels, config: TextPreprocessingConfig, *, num_classes: int,
                        ngrams: int, max_features: int, weighting: str, char_ngrams: int = 0,
-                       max_char_features: int = 0) -> tuple[NgramFeatures, np.ndarray]:
+                       max_char_features: int = 0, cache: Path | None = None) -> tuple[NgramFeatures, np.ndarray]:
     """The n-gram vocabulary (the `max_features` most frequent n-grams, words standardized and split
     as `config` says) and their idf, from the training texts only. With `char_ngrams` = N > 0, also
     the `max_char_features` most frequent character 1- to N-grams of the lower-cased texts.
 
     `texts` is an array (with `labels`), or a tf.data stream of (text, label) rows too large to hold: its
     vocabularies are then counted in bounded memory (`kpipe.preprocessing.term_counts`), in one pass, and the
-    document frequencies in a second.
+    document frequencies in a second. With `cache` (an .npz file named after the data and these settings), what a
+    fit found is kept there and the next fit reads it instead.
 
     Returns:
         (the features, the document frequency of each n-gram per class: (num_classes, features)),
@@ -157,6 +160,8 @@ def fit_ngram_features(texts, labels, config: TextPreprocessingConfig, *, num_cl
             max_tokens=max_char_features, standardize="lower", split="character", ngrams=char_ngrams,
             output_mode="count", sparse=True, name="char_ngram_vectorization")
     vectorizers = [v for v in (vectorizer, char_vectorizer) if v is not None]
+    if cache is not None and cache.is_file():
+        return _cached_features(cache, vectorizers, weighting)
     rows, in_memory = example_rows(texts, labels)
     if in_memory:
         text_batches = tf.data.Dataset.from_tensor_slices(np.asarray(texts, dtype=str)).batch(1024)
@@ -171,7 +176,22 @@ def fit_ngram_features(texts, labels, config: TextPreprocessingConfig, *, num_cl
     class_df = fit_idf(features, rows, num_classes)
     log.info("N-gram features: %d (word 1- to %d-grams%s, %s)", size, ngrams,
              f"; {size - features.word_size} character 1- to {char_ngrams}-grams" if char_ngrams else "", weighting)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_name(f"{cache.stem}.{os.getpid()}.partial.npz")
+        learned = [np.array(v.get_vocabulary(include_special_tokens=False), dtype=str) for v in vectorizers]
+        np.savez(partial, idf=features.idf.numpy(), class_df=class_df, *learned)
+        os.replace(partial, cache)
     return features, class_df
+
+
+def _cached_features(cache: Path, vectorizers: list, weighting: str) -> tuple[NgramFeatures, np.ndarray]:
+    with np.load(cache) as saved:
+        for number, layer in enumerate(vectorizers):
+            layer.set_vocabulary(saved[f"arr_{number}"].tolist())
+        idf, class_df = saved["idf"], saved["class_df"]
+    log.info("N-gram features from the cache %s: %d", cache, len(idf))
+    return NgramFeatures(vectorizers[0], idf, weighting, vectorizers[1] if len(vectorizers) > 1 else None), class_df
 
 
 def fit_idf(features: NgramFeatures, rows: tf.data.Dataset, num_classes: int) -> np.ndarray:

@@ -8,9 +8,11 @@ ensemble and export any of them the same way.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import time
 import warnings
+from pathlib import Path
 from typing import Any, Callable
 
 import keras
@@ -134,7 +136,8 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
         features, class_df = fit_ngram_features(
             train_texts, class_labels, pre, num_classes=1 if one_class else splits.num_classes,
             ngrams=model_config.ngrams, max_features=model_config.max_features, weighting=model_config.weighting,
-            char_ngrams=model_config.char_ngrams, max_char_features=model_config.max_char_features)
+            char_ngrams=model_config.char_ngrams, max_char_features=model_config.max_char_features,
+            cache=None if counting is None else counted_cache(run, splits.scan.stamp, pre, model_config))
     ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha) if model_config.weighting == "nb" else None
     if splits.pairs:  # a block per text, then their overlap
         features = PairNgramFeatures(features)
@@ -289,6 +292,14 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
                             "embedding_coverage": coverage.as_dict() if coverage else None,
                             "masked_lm_pretraining": pretraining},
                   compiled_length=0 if transformer else pre.sequence_length)
+
+
+def counted_cache(run: Run, stamp: str, pre: TextPreprocessingConfig, model_config: BagOfNgramsConfig) -> Path:
+    """Where n-gram tables counted over streamed shards are kept: named after the scan (the shards and the data
+    settings) and everything the tables depend on, so the next run on the same shards reads them."""
+    settings = (stamp, pre.standardize, pre.split, model_config.ngrams, model_config.max_features,
+                model_config.char_ngrams, model_config.max_char_features)
+    return run.export_root / ".cache" / f"ngrams-{hashlib.sha256(repr(settings).encode()).hexdigest()[:16]}.npz"
 
 
 def training_rows(splits: TextSplits, seed: int) -> tuple:

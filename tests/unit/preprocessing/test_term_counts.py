@@ -88,3 +88,17 @@ def test_ngram_features_fitted_on_a_stream_of_rows_equal_those_fitted_in_memory(
     assert streamed.vocabulary() == in_memory.vocabulary()
     np.testing.assert_array_equal(streamed_df, class_df)
     np.testing.assert_allclose(streamed.idf.numpy(), in_memory.idf.numpy(), rtol=1e-6)
+
+
+def test_ngram_features_counted_once_are_read_back_from_the_cache_without_the_rows(tweets, tmp_path):
+    texts, labels = tweets
+    options = dict(num_classes=2, ngrams=2, max_features=3000, weighting="tfidf", char_ngrams=2, max_char_features=300)
+    pre, cache = TextPreprocessingConfig(), tmp_path / "ngrams-key.npz"
+    rows = tf.data.Dataset.from_tensor_slices((list(texts), labels))
+    fitted, class_df = fit_ngram_features(rows, None, pre, cache=cache, **options)
+    nothing = rows.take(0)  # the cache must answer: these rows are empty
+    again, again_df = fit_ngram_features(nothing, None, pre, cache=cache, **options)
+    assert again.vocabulary() == fitted.vocabulary()
+    np.testing.assert_array_equal(again_df, class_df)
+    batch = tf.constant(list(texts[:50]))
+    np.testing.assert_allclose(tf.sparse.to_dense(again(batch)).numpy(), tf.sparse.to_dense(fitted(batch)).numpy())
