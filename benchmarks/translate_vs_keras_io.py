@@ -10,7 +10,7 @@ sacreBLEU (multi-reference, every Spanish translation of a test sentence): as is
 "normalized" (outputs and references lower-cased and stripped of punctuation as the recipe strips them), the only
 comparison that is fair to the recipe.
 
-    python benchmarks/translate_vs_keras_io.py --data ../shared/data/translation/spa-eng.tsv.gz --epochs 5 \\
+    python benchmarks/translate_vs_keras_io.py --data ../shared/data/translation/spa-eng.tsv.gz --seconds 4878 \\
         --kpipe saved_models/translate-eng-spa/1 --kpipe saved_models/translate-eng-spa-attention/1
 """
 
@@ -98,7 +98,7 @@ def build():
     return model
 
 
-def keras_io_translations(splits, epochs: int) -> tuple[list[str], list[str], float]:
+def keras_io_translations(splits, epochs: int, seconds: float) -> tuple[list[str], list[str], float]:
     import keras
     import tensorflow as tf
 
@@ -129,8 +129,14 @@ def keras_io_translations(splits, epochs: int) -> tuple[list[str], list[str], fl
 
     model = build()
     started = time.perf_counter()
+
+    class Budget(keras.callbacks.Callback):  # the same wall-clock time as the kpipe run it is compared with
+        def on_train_batch_end(self, batch, logs=None):
+            if seconds and time.perf_counter() - started > seconds:
+                self.model.stop_training = True
+
     model.fit(dataset(splits.train, True), validation_data=dataset(splits.validation, False), epochs=epochs,
-              verbose=2)
+              verbose=2, callbacks=[Budget()])
     train_seconds = time.perf_counter() - started
     vocabulary = np.array(target_vectorizer.get_vocabulary())
     end = int(np.where(vocabulary == "[end]")[0][0])
@@ -170,6 +176,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default="../shared/data/translation/spa-eng.tsv.gz")
     parser.add_argument("--epochs", type=int, default=30, help="the recipe trains 30")
+    parser.add_argument("--seconds", type=float, default=0,
+                        help="stop training after this many seconds (the kpipe run's training time); 0 = no limit")
     parser.add_argument("--limit", type=int, default=0, help="English sentences kept (a quick check); 0 = all")
     parser.add_argument("--kpipe", action="append", default=[], help="kpipe translator exports to score beside it")
     args = parser.parse_args()
@@ -190,8 +198,9 @@ def main() -> None:
                      "decode_s": round(time.perf_counter() - started, 1),
                      "train_s": metrics.get("train_seconds_this_run")})
         print(json.dumps(rows[-1]), flush=True)
-    sources, outputs, train_seconds = keras_io_translations(splits, args.epochs)
-    rows.append({"system": f"keras-io recipe, {args.epochs} epochs",
+    sources, outputs, train_seconds = keras_io_translations(splits, args.epochs, args.seconds)
+    rows.append({"system": f"keras-io recipe, {args.epochs} epochs" + (f" or {args.seconds:.0f} s" if args.seconds
+                                                                     else ""),
                  **scores(outputs, [references[s] for s in sources]), "train_s": round(train_seconds, 1)})
     print(json.dumps(rows[-1]), flush=True)
     print(f"\n{len(references)} test sentences, every translation a reference (sacreBLEU)\n")
