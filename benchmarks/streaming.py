@@ -73,6 +73,8 @@ def timed(command: list[str], cwd: Path) -> tuple[float, float, subprocess.Compl
     done = subprocess.run(["/usr/bin/time", "-f", "MAXRSS_KB=%M", *command], cwd=cwd, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     found = re.findall(r"MAXRSS_KB=(\d+)", done.stderr)
+    with open(cwd / "commands.log", "a", encoding="utf-8") as log:  # every command's log lines, kept
+        log.write(f"$ {' '.join(command)}\n{done.stderr}\n")
     if done.returncode != 0:
         print(done.stderr[-3000:], file=sys.stderr)
         raise SystemExit(f"failed: {' '.join(command)}")
