@@ -41,13 +41,16 @@ def one_vs_rest_metrics(splits: TextSplits, analyzer: str) -> dict:
     return {**result.report(), **{k: scores[k] for k in ("micro_f1", "macro_f1", "subset_accuracy")}}
 
 
+# How the run's table names each baseline (metrics.json keeps the `name` its report gives; the out-of-core one's
+# name is already what the table shows).
+DISPLAY_NAMES = {"tfidf_logistic_regression": "tfidf + logistic regression",
+                 "one_vs_rest_tfidf_logistic_regression": "one-vs-rest tfidf + logistic"}
+
+
 def comparison_table(metrics: dict) -> str:
     """The model beside the baseline (when there is one), as the run prints it."""
-    from kpipe.evaluation.out_of_core_baseline import NAME as OUT_OF_CORE
-
-    baseline_name = ("one-vs-rest tfidf + logistic" if "micro_f1" in metrics
-                     else OUT_OF_CORE if (metrics.get("baseline") or {}).get("name") == OUT_OF_CORE
-                     else "tfidf + logistic regression")
+    baseline = metrics.get("baseline") or {}
+    baseline_name = DISPLAY_NAMES.get(baseline.get("name"), baseline.get("name") or "baseline")
     rows = [("model", metrics)] + ([(baseline_name, metrics["baseline"])] if metrics.get("baseline") else [])
     if "micro_f1" in metrics:  # several labels per text
         lines = [f"{'classifier':30s} {'micro F1':>9s} {'macro F1':>9s} {'subset acc':>10s}"]
