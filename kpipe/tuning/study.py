@@ -341,12 +341,15 @@ def make_objective(pipeline: str, overrides: list[str], dimensions: list[Dimensi
 
     def objective(trial) -> float:
         entered = time.perf_counter()
-        values = {d.path: d.suggest(trial) for d in dimensions}
-        trial.set_user_attr("overrides", [d.override(values[d.path]) for d in dimensions])
-        folder = trials_dir / str(trial.number)
-        config = load_pipeline(pipeline, [*overrides, *trial.user_attrs["overrides"], f'export.dir="{folder}"'])
-        reporter, started = PruningReporter(trial), time.perf_counter()
-        trial.set_user_attr("setup_seconds", round(started - entered, 2))  # sampler and config: what the run is not
+        try:  # a pause can land here too, before the run starts
+            values = {d.path: d.suggest(trial) for d in dimensions}
+            trial.set_user_attr("overrides", [d.override(values[d.path]) for d in dimensions])
+            folder = trials_dir / str(trial.number)
+            config = load_pipeline(pipeline, [*overrides, *trial.user_attrs["overrides"], f'export.dir="{folder}"'])
+            reporter, started = PruningReporter(trial), time.perf_counter()
+            trial.set_user_attr("setup_seconds", round(started - entered, 2))  # sampler and config: not the run
+        except optuna.exceptions.UpdateFinishedTrialError:
+            raise optuna.TrialPruned("marked failed by another process while this one was paused") from None
         try:
             with watching(reporter):
                 result = run_pipeline(config)
