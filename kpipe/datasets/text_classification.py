@@ -166,6 +166,7 @@ class TextSplits:
     multi_label: bool = False  # several labels per text: `labels` are (n, labels) 0/1 matrices
 
     streamed: bool = False  # the data is in memory (`kpipe.datasets.streamed_text.StreamedSplits` streams it)
+    counting: None = None  # in memory, vocabularies are fitted on `fitting` (streamed splits count a stream)
 
     @property
     def num_classes(self) -> int:

@@ -67,12 +67,17 @@ class NgramFeatures(tf.Module):
         return words + [CHAR_PREFIX + g.encode("unicode_escape").decode("ascii") for g in chars]
 
     def counts(self, texts: tf.Tensor) -> tf.SparseTensor:
+        blocks = self._blocks(texts)
+        counts = blocks[0] if len(blocks) == 1 else tf.sparse.concat(1, blocks)
+        return tf.SparseTensor(counts.indices, tf.cast(counts.values, tf.float32), counts.dense_shape)
+
+    def _blocks(self, texts: tf.Tensor) -> list[tf.SparseTensor]:
+        """The sparse counts of each block (words, then characters)."""
         texts = tf.reshape(texts, [-1, 1])  # 2-D input: the sparse path needs it
         blocks = [self._block_counts(self.vectorizer, texts)]
         if self.char_vectorizer is not None:
             blocks.append(self._block_counts(self.char_vectorizer, texts))
-        counts = blocks[0] if len(blocks) == 1 else tf.sparse.concat(1, blocks)
-        return tf.SparseTensor(counts.indices, tf.cast(counts.values, tf.float32), counts.dense_shape)
+        return blocks
 
     @staticmethod
     def _block_counts(vectorizer, texts: tf.Tensor) -> tf.SparseTensor:
@@ -236,13 +241,12 @@ class HashedNgramFeatures(NgramFeatures):
         return ([f"hash:{i}" for i in range(self.word_size)]
                 + [f"{CHAR_PREFIX}hash:{i}" for i in range(self.char_size)])
 
-    def counts(self, texts: tf.Tensor) -> tf.SparseTensor:
+    def _blocks(self, texts: tf.Tensor) -> list[tf.SparseTensor]:
         texts = tf.reshape(texts, [-1])
         blocks = [self._hashed_counts(self.word_terms, texts, self.word_size)]
         if self.char_terms is not None:
             blocks.append(self._hashed_counts(self.char_terms, texts, self.char_size))
-        counts = blocks[0] if len(blocks) == 1 else tf.sparse.concat(1, blocks)
-        return tf.SparseTensor(counts.indices, tf.cast(counts.values, tf.float32), counts.dense_shape)
+        return blocks
 
     @staticmethod
     def _hashed_counts(layer, texts: tf.Tensor, buckets: int) -> tf.SparseTensor:

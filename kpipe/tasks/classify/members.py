@@ -121,7 +121,7 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
     # With several labels per text or pairs, one "class": its document frequencies are the n-grams' own (the
     # IDF's); a pair's vocabulary and idf are fitted on both of its texts.
     one_class = splits.multi_label or splits.pairs
-    counting = getattr(splits, "counting", None)  # streamed shards: every training row, counted
+    counting = splits.counting  # streamed shards: every training row, counted
     if counting is not None:
         train_texts, class_labels = counting.texts, None
     else:
@@ -230,7 +230,7 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
     vectors = None
     if not transformer and model_config.pretrained_embeddings:  # loaded first, so a bad file fails in seconds
         vectors = load_word_vectors(model_config.pretrained_embeddings, expected_dim=model_config.embedding_dim)
-    counting = getattr(splits, "counting", None)  # streamed shards: every training row, counted
+    counting = splits.counting  # streamed shards: every training row, counted
     if counting is not None and pre.tokenizer != "wordpiece":  # cached under the scan's stamp (shards, settings)
         settings = ("counted", pre.vocabulary_size, pre.standardize, pre.split)
         vocabulary = cached_vocabulary(run.export_root / ".cache", "vocabulary", settings, [splits.scan.stamp],
