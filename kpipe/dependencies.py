@@ -34,3 +34,21 @@ def require_serving() -> None:
     missing = [name for name in ("starlette", "uvicorn") if not installed(name)]
     if missing:
         raise MissingDependencyError(f"kpipe serve needs {' and '.join(missing)}: pip install 'kpipe[serve]'")
+
+
+# The packages of the `train` extra, by import name: what a runtime-only install (`kpipe[runtime]`) lacks
+TRAINING_MODULES = frozenset({
+    "tensorflow", "keras", "keras_hub", "tensorflow_text", "tensorflow_datasets", "matplotlib", "tensorboard",
+    "statsmodels", "statsforecast", "sklearn", "filelock", "adjustText", "safetensors", "optuna", "tomli_w",
+    "sacrebleu"})
+
+
+def training_install_hint(command: str, module: str | None) -> str | None:
+    """What to say when `kpipe COMMAND` misses `module` (a failed import): one line if it is a training package,
+    else None."""
+    top = (module or "").split(".")[0]
+    if top not in TRAINING_MODULES:
+        return None
+    return (f"kpipe {command} needs {top}, which comes with kpipe's training install (this install answers with "
+            "ONNX and LiteRT exports only): pip install 'kpipe[train]'")
+

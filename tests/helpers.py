@@ -388,10 +388,23 @@ class Server:
         return self.request("GET", path)
 
 
+def without_modules(*modules: str) -> str:
+    """Python code that makes importing any of `modules` (or their submodules) fail, as if not installed."""
+    return ("import sys\n"
+            "class Blocked:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            f"        if name.split('.')[0] in {modules!r}:\n"
+            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+            "sys.meta_path.insert(0, Blocked())\n")
+
+
 @contextlib.contextmanager
-def served(*args: str, cwd, timeout: float = 180):
-    """`kpipe serve ARGS --port 0` in `cwd`, until its "Listening on" line; stopped on exit."""
-    process = subprocess.Popen([sys.executable, "-m", "kpipe", "serve", *args, "--port", "0"], cwd=cwd,
+def served(*args: str, cwd, timeout: float = 180, blocked: tuple[str, ...] = ()):
+    """`kpipe serve ARGS --port 0` in `cwd`, until its "Listening on" line; stopped on exit. With `blocked`,
+    in a process where those modules cannot be imported."""
+    command = ["-m", "kpipe"] if not blocked else ["-c", without_modules(*blocked) + (
+        "import runpy\nsys.argv = ['kpipe', *sys.argv[1:]]\nrunpy.run_module('kpipe', run_name='__main__')\n")]
+    process = subprocess.Popen([sys.executable, *command, "serve", *args, "--port", "0"], cwd=cwd,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
     found: queue.Queue = queue.Queue()

@@ -206,27 +206,22 @@ def open_serving(args):
             or not args.body_timeout_s > 0 or not args.max_text_kb > 0 or not args.max_batch_kb > 0):
         raise KpipeError("--max-rows-per-request must be at least 0 (0: 4 x --max-batch-size), --limit-concurrency "
                          "at least 1, --header-timeout-s, --body-timeout-s, --max-text-kb and --max-batch-kb above 0")
-    from kpipe.portable.runtime import is_portable
-
-    for model in args.models:
-        where = model.partition("=")[2] if "=" in model and not Path(model).exists() else model
-        if is_portable(where):
-            raise KpipeError(f"{where} is an ONNX/LiteRT export: kpipe serve serves SavedModels (serve the version "
-                             "it was exported from); kpipe predict and batch prediction answer with it")
     # Every model name resolved and the port taken before TensorFlow loads: a mistake fails in a second.
     served = [repository.parse_model_argument(m, args.export_dir) for m in args.models]
     sock = listen.bind(args.host, args.port)
-    import_tensorflow_quietly()
-    import tensorflow as tf
-
+    from kpipe.portable.runtime import is_portable
     from kpipe.serving.app import MODEL_THREADS, ServeOptions
 
-    # More of TensorFlow's threads than cores: a long op (n-grams of a huge text) then holds one of them, not
-    # the whole pool, and the operating system shares the cores with every other request's ops.
-    try:
-        tf.config.threading.set_inter_op_parallelism_threads(MODEL_THREADS)
-    except RuntimeError:  # TensorFlow already ran in this process (a test, a notebook): its pool stays
-        logging.getLogger(__name__).debug("TensorFlow is initialized: its inter-op thread pool stays as it is")
+    if not all(is_portable(model.root) for model in served):  # ONNX/LiteRT exports alone never load TensorFlow
+        import_tensorflow_quietly()
+        import tensorflow as tf
+
+        # More of TensorFlow's threads than cores: a long op (n-grams of a huge text) then holds one of them,
+        # not the whole pool, and the operating system shares the cores with every other request's ops.
+        try:
+            tf.config.threading.set_inter_op_parallelism_threads(MODEL_THREADS)
+        except RuntimeError:  # TensorFlow already ran in this process (a test, a notebook): its pool stays
+            logging.getLogger(__name__).debug("TensorFlow is initialized: its inter-op thread pool stays as it is")
 
     started = time.perf_counter()
     models = repository.ModelRepository(served, warm_up_rows=1 if args.no_batching else args.max_batch_size)
@@ -292,6 +287,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"kpipe: error: {mask_passwords(str(error))}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as error:
+        from kpipe.dependencies import training_install_hint
+
+        hint = training_install_hint(args.command, error.name)
+        if hint is None or args.debug:
+            raise
+        print(f"kpipe: error: {hint}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `kpipe list | head -1`: the reader has gone; the rest of the output is not wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush does not fail

@@ -226,6 +226,20 @@ class PortableClassifier(PortableExport):
         return [PortablePrediction(text, names[int(row.argmax())], float(row.max()),
                                    {n: float(p) for n, p in zip(names, row)}) for text, row in zip(texts, rows)]
 
+    def serving_outputs(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """The outputs the SavedModel's `serve` returns for `texts`, as arrays: probabilities, label (UTF-8
+        bytes) and label_id; with several labels per text, probabilities, predicted (0/1 per label) and labels
+        (the names over their thresholds, joined by the separator)."""
+        rows = self.probabilities(list(texts)).astype(np.float32)
+        names = np.array([n.encode("utf-8") for n in self.label_names], dtype=object)
+        if self.thresholds is not None:
+            predicted = rows >= self.thresholds
+            joined = [self.separator.encode("utf-8").join(names[row]) for row in predicted]
+            return {"probabilities": rows, "predicted": predicted.astype(np.int64),
+                    "labels": np.array(joined, dtype=object)}
+        label_id = rows.argmax(axis=1).astype(np.int64)
+        return {"probabilities": rows, "label": names[label_id], "label_id": label_id}
+
     def predict_all(self, texts: Sequence[str], batch_size: int = 256,
                     on_batch: Callable[[int], object] | None = None) -> list[PortablePrediction]:
         """`predict` over any number of texts, `batch_size` at a time (bounded memory); `on_batch(rows)` after
@@ -262,3 +276,13 @@ class PortableForecaster(PortableExport):
         for level, width in self.half_widths.items():
             outputs[f"lower_{level}"], outputs[f"upper_{level}"] = forecast - width, forecast + width
         return outputs
+
+
+def open_portable(folder: str | Path) -> PortableExport:
+    """The portable export in `folder`, as the class of the task it was exported from (a server's view)."""
+    task = json.loads((Path(folder) / MANIFEST_FILE).read_text(encoding="utf-8")).get("task")
+    kinds = {kind.task: kind for kind in (PortableClassifier, PortableForecaster)}
+    if task not in kinds:
+        raise KpipeError(f"{folder} is a portable {task} export; only classifiers and forecasters are exported")
+    return kinds[task].open(folder)
+

@@ -12,7 +12,8 @@ in time, 413 for a body or a number of rows over the limits, 500 for a failure i
 
 The work one request can cause is bounded (`ServeOptions`): its body's bytes, its rows and the length
 of each text (a request above `max_batch_size` rows or `max_batch_bytes` of text is cut into calls
-of that size that interleave with other clients'), a generator's `count`, the depth of its JSON.
+of that size that run one at a time beside other clients' small requests), a generator's `count`, the
+depth of its JSON.
 Decoding and rendering run in threads, never on the event loop, so one large request does not stall
 the other clients.
 """
@@ -29,17 +30,16 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import tensorflow as tf
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from tensorflow.core.framework import types_pb2
 
 from kpipe.serving import rest
 from kpipe.serving.batching import MicroBatcher
 from kpipe.serving.repository import LoadedVersion, ModelRepository, ServedModel, first_line
+from kpipe.serving.signatures import TF_SERVING_DTYPES, InputRejected
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,8 @@ class ModelServer:
 
     def __init__(self, repository: ModelRepository, options: ServeOptions):
         self.repository, self.options = repository, options
-        self.executor = ThreadPoolExecutor(max_workers=options.threads, thread_name_prefix="kpipe-serve")
+        # `threads` calls of small requests, and one more for the bulk lane (kpipe/serving/batching.py)
+        self.executor = ThreadPoolExecutor(max_workers=options.threads + 1, thread_name_prefix="kpipe-serve")
         # JSON decoding, array conversion and rendering: off the event loop, and not in the model threads
         self.codec = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kpipe-json")
         # Loading and warming up new versions: one thread at a lower CPU priority than the serving threads
@@ -138,8 +139,8 @@ class ModelServer:
                 outputs = await self.batcher(model.name, current, signature_name)(inputs)
             else:
                 outputs = await loop.run_in_executor(self.executor, self.counted(model.name, signature), inputs)
-        except tf.errors.InvalidArgumentError as failure:
-            raise rest.BadRequest(f"the model rejected the input: {_graph_error(failure.message)}") from None
+        except InputRejected as failure:
+            raise rest.BadRequest(f"the model rejected the input: {failure}") from None
         self.counts[model.name]["requests"] += 1
         rendered = await loop.run_in_executor(self.codec, lambda: JSONResponse(rest.response(outputs, rows)).body)
         return Response(rendered, media_type="application/json")
@@ -233,15 +234,8 @@ def _lower_priority() -> None:
         pass
 
 
-def _graph_error(message: str) -> str:
-    """The line of a TensorFlow graph error that says what went wrong (its first lines say where)."""
-    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.startswith(("\t", " ")) and
-             not line.startswith(("Graph execution error", "Detected at node", "<stack traces"))]
-    return lines[-1] if lines else first_line(message)
-
-
 def _tensor_info(info, prefix: str) -> dict:
-    return {"dtype": types_pb2.DataType.Name(info.dtype.as_datatype_enum),
+    return {"dtype": TF_SERVING_DTYPES.get(info.dtype.name, "DT_INVALID"),
             "tensor_shape": {"dim": [{"size": str(-1 if d is None else d), "name": ""} for d in info.shape],
                              "unknown_rank": False},
             "name": f"{prefix}_{info.name}:0"}

@@ -8,9 +8,10 @@ next batch, so under load batches grow on their own and one call serves many cli
 small requests behind it. This is
 TF Serving's `batch_timeout_micros` / `max_batch_size` policy. A batch whose call fails is run
 again one request at a time, so only the bad request gets the error. A request larger than
-`max_batch_size` is cut into chunks that queue one after another, so other clients' requests are
-answered between them. No failure ends the worker task: every request in a batch that fails is
-answered with the error (a dead worker would leave every later request waiting forever).
+`max_batch_size` is cut into chunks that queue one after another in a lane of bulk work apart from
+the small requests, so other clients' requests are answered between and beside them. No failure ends
+a worker task: every request in a batch that fails is answered with the error (a dead worker would
+leave every later request waiting forever).
 """
 
 from __future__ import annotations
@@ -45,35 +46,52 @@ def text_bytes(inputs: Arrays) -> np.ndarray:
     return sizes
 
 
+class _Lane:
+    """A queue of waiting requests and the worker task that turns it into calls, `concurrency` at a time."""
+
+    def __init__(self, concurrency: int):
+        self.concurrency = concurrency
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.worker: asyncio.Task | None = None
+        self.held: _Waiting | None = None  # a request that did not fit the last batch: it opens the next
+
+
 class MicroBatcher:
     """`await batcher(inputs)` answers like `run(inputs)` would, sharing calls with concurrent requests.
+
+    Requests go through one of two lanes. Small ones (one row or under a quarter of a call's rows, and under a
+    quarter of its text) are batched together, up to `concurrency` calls at once. Bulk ones (the chunks of a
+    request cut into several calls, or one that alone fills a quarter of a call) run one call at a time in a lane
+    of their own: however many bulk requests arrive, they hold one call slot and one share of the cores, and
+    small requests never queue behind them (measured in benchmarks/serve_abuse.py).
 
     Args:
         run: the call on a batch (arrays with rows on axis 0 in, the same out); runs in `executor`.
         max_batch_size: rows per call at most (a larger request is cut into chunks of this size).
         max_batch_bytes: bytes of text per call at most, likewise (a single longer row still runs, alone).
         timeout: seconds the first request of a batch waits for others.
-        executor: where `run` runs (with at least `concurrency` threads).
-        concurrency: calls to `run` at once at most; while all are busy, waiting requests form the next batch.
+        executor: where `run` runs (with at least `concurrency` + 1 threads).
+        concurrency: calls of small requests to `run` at once at most; while all are busy, waiting requests form
+            the next batch. Bulk requests add one call at most.
     """
 
     def __init__(self, run: Callable[[Arrays], Arrays], *, max_batch_size: int, timeout: float, executor: Executor,
                  concurrency: int = 1, max_batch_bytes: int = 0):
         self.run, self.max_batch_size, self.timeout, self.executor = run, max_batch_size, timeout, executor
         self.concurrency, self.max_batch_bytes = concurrency, max_batch_bytes or np.iinfo(np.int64).max
-        self._queue: asyncio.Queue | None = None
-        self._worker: asyncio.Task | None = None
-        self._held: _Waiting | None = None  # a request that did not fit the last batch: it opens the next
+        self._lanes: dict[str, _Lane] | None = None  # made on first use, inside the event loop
 
     async def __call__(self, inputs: Arrays) -> Arrays:
         sizes = text_bytes(inputs)
         bounds = self._chunks(sizes)
         if len(bounds) == 1:
-            return await self._one_call(inputs, len(sizes), int(sizes.sum()))
+            rows, size = len(sizes), int(sizes.sum())
+            bulk = (rows > 1 and 4 * rows > self.max_batch_size) or 4 * size > self.max_batch_bytes
+            return await self._one_call(inputs, rows, size, "bulk" if bulk else "small")
         answers = []  # one chunk at a time: requests that arrive meanwhile are served between the chunks
         for start, end in bounds:
             chunk = {name: value[start:end] for name, value in inputs.items()}
-            answers.append(await self._one_call(chunk, end - start, int(sizes[start:end].sum())))
+            answers.append(await self._one_call(chunk, end - start, int(sizes[start:end].sum()), "bulk"))
         return {name: np.concatenate([answer[name] for answer in answers]) for name in answers[0]}
 
     def _chunks(self, sizes: np.ndarray) -> list[tuple[int, int]]:
@@ -87,26 +105,33 @@ class MicroBatcher:
         bounds.append((start, len(sizes)))
         return bounds
 
-    async def _one_call(self, inputs: Arrays, rows: int, size: int = 0) -> Arrays:
-        if self._queue is None:
-            self._queue = asyncio.Queue()
-            self._worker = asyncio.get_running_loop().create_task(self._serve_batches())
+    async def _one_call(self, inputs: Arrays, rows: int, size: int, lane_name: str) -> Arrays:
+        if self._lanes is None:
+            self._lanes = {"small": _Lane(self.concurrency), "bulk": _Lane(1)}
+        lane = self._lanes[lane_name]
+        if lane.worker is None:
+            lane.worker = asyncio.get_running_loop().create_task(self._serve_batches(lane))
         future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Waiting(inputs, rows, future, size))
+        await lane.queue.put(_Waiting(inputs, rows, future, size))
         return await future
 
-    async def close(self) -> None:
-        """Answer every request already queued, then end the worker task (a retired version's batcher)."""
-        if self._worker is None:
-            return
-        await self._queue.put(_STOP)
-        await self._worker
+    @property
+    def workers(self) -> list[asyncio.Task]:
+        """The worker tasks started so far (one per lane used)."""
+        return [lane.worker for lane in (self._lanes or {}).values() if lane.worker is not None]
 
-    async def _serve_batches(self) -> None:
-        slots, running, stop = asyncio.Semaphore(self.concurrency), set(), False
+    async def close(self) -> None:
+        """Answer every request already queued, then end the worker tasks (a retired version's batcher)."""
+        for lane in (self._lanes or {}).values():
+            if lane.worker is not None:
+                await lane.queue.put(_STOP)
+                await lane.worker
+
+    async def _serve_batches(self, lane: _Lane) -> None:
+        slots, running, stop = asyncio.Semaphore(lane.concurrency), set(), False
         while not stop:
             await slots.acquire()  # a free call slot first: meanwhile the queue fills the next batch
-            batch, stop = await self._gather()
+            batch, stop = await self._gather(lane)
             call = asyncio.get_running_loop().create_task(self._answer_safely(batch))
             running.add(call)
             call.add_done_callback(lambda done: (running.discard(done), slots.release()))
@@ -121,30 +146,30 @@ class MicroBatcher:
             for item in batch:
                 _settle(item.future, error=error)
 
-    async def _gather(self) -> tuple[list[_Waiting], bool]:
-        """The next batch, and whether `close` asked to stop after it."""
+    async def _gather(self, lane: _Lane) -> tuple[list[_Waiting], bool]:
+        """The lane's next batch, and whether `close` asked to stop after it."""
         loop = asyncio.get_running_loop()
-        first = self._held or await self._queue.get()
+        first = lane.held or await lane.queue.get()
         if first is _STOP:
             return [], True
         batch = [first]
-        self._held = None
+        lane.held = None
         rows, size, deadline = batch[0].rows, batch[0].size, loop.time() + self.timeout
         while rows < self.max_batch_size and size < self.max_batch_bytes:
-            if not self._queue.empty():
-                item = self._queue.get_nowait()
+            if not lane.queue.empty():
+                item = lane.queue.get_nowait()
             else:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     break
                 try:
-                    item = await asyncio.wait_for(self._queue.get(), remaining)
+                    item = await asyncio.wait_for(lane.queue.get(), remaining)
                 except asyncio.TimeoutError:
                     break
             if item is _STOP:
                 return batch, True
             if rows + item.rows > self.max_batch_size or size + item.size > self.max_batch_bytes:
-                self._held = item
+                lane.held = item
                 break
             batch.append(item)
             rows, size = rows + item.rows, size + item.size

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from kpipe.exports import manifest, saved_model, versions
 from kpipe.errors import KpipeError
 
-if TYPE_CHECKING:  # signatures import TensorFlow: loaded with the first model, not to parse the names
+if TYPE_CHECKING:
     from kpipe.serving.signatures import Signature
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,11 @@ def load_version(path: Path, warm_up_rows: int = 1) -> LoadedVersion:
     Raises:
         KpipeError: it cannot be loaded (one line, with the cause).
     """
-    from kpipe.serving.signatures import Signature
+    from kpipe.portable import runtime
+
+    if runtime.is_portable(path):  # ONNX or LiteRT: served by its runtime, TensorFlow never imported
+        return _load_portable(path, warm_up_rows)
+    from kpipe.serving.signatures import saved_model_signature
 
     try:
         loaded = saved_model.load_saved_model(path)
@@ -136,17 +140,30 @@ def load_version(path: Path, warm_up_rows: int = 1) -> LoadedVersion:
     except Exception as error:  # a corrupt or foreign SavedModel: say which and why, in one line
         raise KpipeError(f"cannot load the SavedModel in {path}: {first_line(str(error), type(error).__name__)}") \
             from None
-    signatures = {name: Signature.of(name, function) for name, function in loaded.signatures.items()}
-    for signature in signatures.values():
-        try:
-            signature.warm_up(warm_up_rows)
-        except Exception as error:  # e.g. a model that rejects empty strings: it is served cold, not refused
-            log.warning("%s: could not warm up signature %s: %s", path, signature.name, first_line(str(error)))
+    signatures = {name: saved_model_signature(name, function) for name, function in loaded.signatures.items()}
+    _warm_up(path, signatures, warm_up_rows)
     # Any SavedModel can be served (kpipe's manifest only adds the pipeline name and task), but a kpipe
     # export whose manifest is unreadable is refused: it was damaged after it was published.
     info = manifest.read(path) if (path / manifest.MANIFEST_FILE).exists() else {}
-    version = _number(path) or 1
-    return LoadedVersion(version, path, signatures, info, module=loaded)
+    return LoadedVersion(_number(path) or 1, path, signatures, info, module=loaded)
+
+
+def _load_portable(path: Path, warm_up_rows: int) -> LoadedVersion:
+    from kpipe.portable.runtime import open_portable
+    from kpipe.serving.signatures import portable_signatures
+
+    export = open_portable(path)
+    signatures = portable_signatures(export)
+    _warm_up(path, signatures, warm_up_rows)
+    return LoadedVersion(_number(path) or 1, path, signatures, export.manifest, module=export)
+
+
+def _warm_up(path: Path, signatures: dict, rows: int) -> None:
+    for signature in signatures.values():
+        try:
+            signature.warm_up(rows)
+        except Exception as error:  # e.g. a model that rejects empty strings: it is served cold, not refused
+            log.warning("%s: could not warm up signature %s: %s", path, signature.name, first_line(str(error)))
 
 
 def parse_model_argument(argument: str, export_dir: str | Path) -> ServedModel:

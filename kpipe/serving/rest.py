@@ -18,7 +18,6 @@ import binascii
 import json
 
 import numpy as np
-import tensorflow as tf
 
 from kpipe.serving.signatures import Signature, TensorInfo
 
@@ -186,7 +185,7 @@ def _check_names(columns: dict, signature: Signature) -> None:
 
 def to_array(value, info: TensorInfo) -> np.ndarray:
     """A JSON value as an array of the input's dtype and shape; BadRequest naming the input if it is neither."""
-    if info.dtype == tf.string:
+    if info.is_string:
         array = np.array(_decode_strings(value, info), dtype=object)
         if array.dtype != object or any(not isinstance(x, bytes) for x in array.reshape(-1)):
             raise BadRequest(f"input '{info.name}' must hold strings: {_rows_hint(info)}")
@@ -195,23 +194,23 @@ def to_array(value, info: TensorInfo) -> np.ndarray:
             array = np.asarray(value)
         except ValueError:
             raise BadRequest(f"input '{info.name}' has rows of different lengths: {_rows_hint(info)}") from None
-        dtype = info.dtype
-        allowed = "iuf" if dtype.is_floating else "iu" if dtype.is_integer else "b" if dtype.is_bool else ""
-        if array.dtype == object and info.dtype.is_integer and all(isinstance(x, int) for x in array.reshape(-1)):
+        kind = info.dtype.kind  # f, i, u or b
+        allowed = {"f": "iuf", "i": "iu", "u": "iu", "b": "b"}.get(kind, "")
+        if array.dtype == object and kind in "iu" and all(isinstance(x, int) for x in array.reshape(-1)):
             raise _out_of_range(info, max(array.reshape(-1), key=abs))  # beyond 64 bits: kept as Python ints
         if array.dtype.kind not in allowed or array.dtype == object:
-            kind = ("numbers" if info.dtype.is_floating else "integers" if info.dtype.is_integer else
-                    "true/false" if info.dtype.is_bool else info.dtype.name)
-            raise BadRequest(f"input '{info.name}' must hold {kind}: {_rows_hint(info)}")
-        if info.dtype.is_integer and array.dtype.kind == "f":
+            what = {"f": "numbers", "i": "integers", "u": "integers", "b": "true/false"}.get(kind, info.dtype_name)
+            raise BadRequest(f"input '{info.name}' must hold {what}: {_rows_hint(info)}")
+        if kind in "iu" and array.dtype.kind == "f":
             raise BadRequest(f"input '{info.name}' must hold integers: {_rows_hint(info)}")
-        if info.dtype.is_integer and array.size:  # a value outside would wrap around silently in astype
-            if array.max() > info.dtype.max:
+        if kind in "iu" and array.size:  # a value outside would wrap around silently in astype
+            limits = np.iinfo(info.dtype)
+            if array.max() > limits.max:
                 raise _out_of_range(info, array.max())
-            if array.min() < info.dtype.min:
+            if array.min() < limits.min:
                 raise _out_of_range(info, array.min())
-        array = array.astype(info.dtype.as_numpy_dtype)
-        if info.dtype.is_floating and not np.isfinite(array).all():
+        array = array.astype(info.dtype)
+        if kind == "f" and not np.isfinite(array).all():
             raise BadRequest(f"input '{info.name}' holds NaN or infinity; send finite numbers (fill gaps first)")
     if array.ndim != info.rank or any(d is not None and d != n for d, n in zip(info.shape, array.shape)):
         raise BadRequest(f"input '{info.name}' has shape {list(array.shape)}; this signature takes {_rows_hint(info)}")
@@ -219,8 +218,9 @@ def to_array(value, info: TensorInfo) -> np.ndarray:
 
 
 def _out_of_range(info: TensorInfo, value) -> BadRequest:
+    limits = np.iinfo(info.dtype)
     return BadRequest(f"input '{info.name}' holds {value}, outside {info.dtype.name}'s range "
-                      f"[{info.dtype.min}, {info.dtype.max}]")
+                      f"[{limits.min}, {limits.max}]")
 
 
 def _decode_strings(value, info: TensorInfo):

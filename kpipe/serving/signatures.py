@@ -1,5 +1,9 @@
 """A loaded signature: its named inputs and outputs, and how a call is made.
 
+A signature is a SavedModel's (a TensorFlow ConcreteFunction, `saved_model_signature`) or a portable export's
+(ONNX or LiteRT behind `kpipe.portable.runtime`, `portable_signatures`); the server sees only this class, so
+serving a portable export never imports TensorFlow. Dtypes are NumPy's (object for strings).
+
 Requests to one signature may share a call (micro-batching) only when that cannot change any
 request's answer: every input and output is batch-major, and every input's and output's shape past
 the batch axis is fixed (requests whose inner lengths differ could not even be concatenated). A
@@ -11,43 +15,50 @@ in the batch, so its requests are gathered.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
-import tensorflow as tf
+
+STRING = np.dtype(object)
+# TF Serving's names of the dtypes (GET .../metadata), by NumPy's
+TF_SERVING_DTYPES = {"object": "DT_STRING", "float32": "DT_FLOAT", "float64": "DT_DOUBLE", "float16": "DT_HALF",
+                     "int8": "DT_INT8", "int16": "DT_INT16", "int32": "DT_INT32", "int64": "DT_INT64",
+                     "uint8": "DT_UINT8", "bool": "DT_BOOL"}
+
+
+class InputRejected(Exception):
+    """The model refused an input its graph cannot take (a shape, a value): HTTP 400 with the model's reason."""
 
 
 @dataclass(frozen=True)
 class TensorInfo:
     name: str
-    dtype: tf.DType
+    dtype: np.dtype  # object for strings
     shape: tuple  # None for an unknown dimension
 
     @property
     def rank(self) -> int:
         return len(self.shape)
 
+    @property
+    def is_string(self) -> bool:
+        return self.dtype == STRING
+
+    @property
+    def dtype_name(self) -> str:
+        return "string" if self.is_string else self.dtype.name
+
     def describe(self) -> str:
         dims = ", ".join("None" if d is None else str(d) for d in self.shape)
-        return f"{self.name}: {self.dtype.name}[{dims}]"
-
-
-def _info(name: str, spec) -> TensorInfo:
-    return TensorInfo(name, spec.dtype, tuple(spec.shape.as_list()) if spec.shape.rank is not None else ())
+        return f"{self.name}: {self.dtype_name}[{dims}]"
 
 
 @dataclass
 class Signature:
     name: str
-    function: object  # a ConcreteFunction from tf.saved_model.load(...).signatures
+    call: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]  # arrays in, arrays out; InputRejected
     inputs: dict[str, TensorInfo]
     outputs: dict[str, TensorInfo]
-
-    @classmethod
-    def of(cls, name: str, function) -> Signature:
-        _, kwargs = function.structured_input_signature
-        outputs = function.structured_outputs
-        return cls(name, function, {key: _info(key, spec) for key, spec in sorted(kwargs.items())},
-                   {key: _info(key, tensor) for key, tensor in sorted(outputs.items())})
 
     @property
     def batched(self) -> bool:
@@ -68,13 +79,82 @@ class Signature:
             return
         rows = 1
         while True:
-            self({name: (np.full((rows, *info.shape[1:]), b"", dtype=object) if info.dtype == tf.string else
-                         np.zeros((rows, *info.shape[1:]), info.dtype.as_numpy_dtype))
+            self({name: (np.full((rows, *info.shape[1:]), b"", dtype=object) if info.is_string else
+                         np.zeros((rows, *info.shape[1:]), info.dtype))
                   for name, info in self.inputs.items()})
             if rows >= max_rows:
                 break
             rows = min(rows * 2, max_rows)
 
     def __call__(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        tensors = {key: tf.constant(value, dtype=self.inputs[key].dtype) for key, value in inputs.items()}
-        return {key: value.numpy() for key, value in self.function(**tensors).items()}
+        return self.call(inputs)
+
+
+def saved_model_signature(name: str, function) -> Signature:
+    """The signature of a ConcreteFunction from `tf.saved_model.load(...).signatures`."""
+    import tensorflow as tf
+
+    def info(key: str, spec) -> TensorInfo:
+        dtype = STRING if spec.dtype == tf.string else np.dtype(spec.dtype.as_numpy_dtype)
+        return TensorInfo(key, dtype, tuple(spec.shape.as_list()) if spec.shape.rank is not None else ())
+
+    _, kwargs = function.structured_input_signature
+    dtypes = {key: spec.dtype for key, spec in kwargs.items()}
+
+    def call(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        tensors = {key: tf.constant(value, dtype=dtypes[key]) for key, value in inputs.items()}
+        try:
+            outputs = function(**tensors)
+        except tf.errors.InvalidArgumentError as failure:
+            raise InputRejected(_graph_error(failure.message)) from None
+        return {key: value.numpy() for key, value in outputs.items()}
+
+    return Signature(name, call, {key: info(key, spec) for key, spec in sorted(kwargs.items())},
+                     {key: info(key, tensor) for key, tensor in sorted(function.structured_outputs.items())})
+
+
+def portable_signatures(export) -> dict[str, Signature]:
+    """The signatures a portable export (`kpipe.portable.runtime.PortableExport.open`) answers with: the same
+    names, inputs and outputs as the SavedModel it was exported from, computed by onnxruntime or LiteRT."""
+    if export.task == "forecast":
+        window = export.spec["window"], len(export.spec["features"])
+        outputs = ["forecast", *(f"{side}_{level}" for level in export.half_widths for side in ("lower", "upper"))]
+        serve = Signature("serve", _rejecting(lambda inputs: export.serve(inputs["window"])),
+                          {"window": TensorInfo("window", np.dtype(np.float32), (None, *window))},
+                          {name: TensorInfo(name, np.dtype(np.float32), (None, export.spec["horizon"]))
+                           for name in sorted(outputs)})
+        return {"serving_default": serve, "serve": serve}
+    labels = len(export.label_names)  # (`kpipe export` writes no pair classifiers)
+
+    def classify(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return export.serving_outputs([t.decode("utf-8", "replace") for t in inputs["text"]])
+
+    probabilities = TensorInfo("probabilities", np.dtype(np.float32), (None, labels))
+    if export.thresholds is not None:
+        outputs = [probabilities, TensorInfo("predicted", np.dtype(np.int64), (None, labels)),
+                   TensorInfo("labels", STRING, (None,))]
+    else:
+        outputs = [probabilities, TensorInfo("label", STRING, (None,)),
+                   TensorInfo("label_id", np.dtype(np.int64), (None,))]
+    serve = Signature("serve", _rejecting(classify), {"text": TensorInfo("text", STRING, (None,))},
+                      {o.name: o for o in sorted(outputs, key=lambda o: o.name)})
+    return {"serving_default": serve, "serve": serve}
+
+
+def _rejecting(call: Callable) -> Callable:
+    """`call`, with the runtime's refusal of an input (onnxruntime, LiteRT: a ValueError or RuntimeError
+    subclass) raised as InputRejected."""
+    def guarded(inputs):
+        try:
+            return call(inputs)
+        except (ValueError, RuntimeError) as failure:
+            raise InputRejected(str(failure).strip().splitlines()[-1] if str(failure).strip()
+                                else type(failure).__name__) from None
+    return guarded
+
+
+def _graph_error(message: str) -> str:
+    """The line of a TensorFlow graph error that says what went wrong (its first lines say where)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.startswith(("\t", " ")) and
+             not line.startswith(("Graph execution error", "Detected at node", "<stack traces"))]
+    return lines[-1] if lines else (message.strip().splitlines() or [""])[0]

@@ -79,3 +79,27 @@ def test_serve_without_its_extra_says_what_to_install_before_loading_anything(pa
     assert main(["serve", "no-such-model"]) == 2  # the missing package is reported before the model is looked up
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"kpipe: error: kpipe serve needs {package}: pip install 'kpipe[serve]'"]
+
+
+# === a runtime-only install (kpipe[runtime]): no TensorFlow, Keras or any other training package ===
+
+def test_training_commands_in_a_runtime_only_install_are_one_line_naming_the_training_install(tmp_path):
+    import subprocess
+    import sys
+
+    from kpipe.dependencies import TRAINING_MODULES
+    from tests.helpers import without_modules
+
+    script = without_modules(*sorted(TRAINING_MODULES)) + (
+        "from kpipe.cli.commands import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    for argv in (["run", "sentiment-bigrams"], ["tune", "sentiment-bigrams", "--trials", "1"]):
+        done = subprocess.run([sys.executable, "-c", script, *argv], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+        err = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(err) == 1, done.stderr[-2000:]
+        assert err[0].startswith(f"kpipe: error: kpipe {argv[0]} needs ") and "pip install 'kpipe[train]'" in err[0]
+    listed = subprocess.run([sys.executable, "-c", script, "list"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert listed.returncode == 0 and "sentiment-bilstm" in listed.stdout, listed.stderr[-2000:]
+

@@ -17,7 +17,7 @@ from kpipe.cli.commands import main
 from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
 from kpipe.exports.portable import export_portable
 from kpipe.portable.runtime import PortableClassifier
-from tests.helpers import kpipe
+from tests.helpers import kpipe, served
 
 pytestmark = pytest.mark.slow
 
@@ -158,10 +158,25 @@ def test_an_ensemble_exports_its_members_and_weights(tmp_path, tweets):
         np.testing.assert_allclose(classifier.probabilities(tweets), expected, atol=1e-4, err_msg=fmt)
 
 
-def test_serving_a_portable_export_is_one_line(exports, capsys):
+def test_kpipe_serve_answers_with_a_portable_export_without_tensorflow(exports, tweets):
+    """Both REST formats, the metadata and micro-batching, from onnxruntime in a server that cannot import
+    TensorFlow or Keras; the answers are the portable classifier's."""
     folder = exports / "sentiment-bigrams" / "1-onnx"
     if not folder.exists():
         export_portable(exports / "sentiment-bigrams" / "1", "onnx")
-    assert main(["serve", str(folder), "--port", "0"]) == 2
-    err = capsys.readouterr().err
-    assert "is an ONNX/LiteRT export: kpipe serve serves SavedModels" in err and err.count("\n") == 1
+    expected = PortableClassifier.open(folder).predict(tweets[:20])
+    with served(f"bigrams={folder}", "--batch-timeout-ms", "20", cwd=exports.parent,
+                blocked=("tensorflow", "keras", "tf_keras")) as server:
+        status, rows = server.post("/v1/models/bigrams:predict", {"instances": tweets[:20]})
+        assert status == 200, rows
+        assert [r["label"] for r in rows["predictions"]] == [p.label for p in expected]
+        np.testing.assert_allclose([r["probabilities"] for r in rows["predictions"]],
+                                   [list(p.probabilities.values()) for p in expected], atol=1e-6)
+        status, columns = server.post("/v1/models/bigrams:predict", {"inputs": {"text": tweets[:3]}})
+        assert status == 200 and columns["outputs"]["label"] == [p.label for p in expected[:3]]
+        status, metadata = server.get("/v1/models/bigrams/metadata")
+        text = metadata["metadata"]["signature_def"]["signature_def"]["serving_default"]["inputs"]["text"]
+        assert status == 200 and text["dtype"] == "DT_STRING"
+        status, refused = server.post("/v1/models/bigrams:predict", {"instances": [1, 2]})
+        assert status == 400 and "must hold strings" in refused["error"]
+    assert not any("Traceback" in line for line in server.lines), "".join(server.lines)[-3000:]

@@ -6,9 +6,9 @@ target vocabulary. Teacher forcing in training; padding masked on both sides (Ke
 which keras-hub's layers read) and in the loss.
 
 Decoding (`kpipe.families.seq2seq_attention.decoding`) calls `encode` once and `step` once per target token,
-as for the recurrent family: here the decoder "state" is the buffer of tokens emitted so far (batch, positions),
-and each step runs the decoder over the whole buffer and reads the newest position (no cache: target sentences
-are short). The transformer returns no attention weights to plot (zeros).
+as for the recurrent family: here the decoder states are keras-hub's key/value caches (self-attention: the
+positions emitted so far; cross-attention: the source, computed once), so each step runs the decoder on one
+position. The transformer returns no attention weights to plot (zeros).
 
 Token ids on both sides as `seq2seq_attention`: 0 padding, 1 unknown, 2 start, 3 end, then the vocabulary.
 """
@@ -23,7 +23,7 @@ import tensorflow as tf
 from kpipe.families.seq2seq_transformer.config import Seq2SeqTransformerConfig
 from kpipe.tokens import SEQ2SEQ
 
-PAD = SEQ2SEQ.pad
+PAD, START = SEQ2SEQ.pad, SEQ2SEQ.start
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,28 +47,50 @@ class TransformerParts:
                    model.get_layer("target_embedding"), numbered("decoder_"), model.get_layer("output"))
 
     def encode(self, source: tf.Tensor):
-        """Encoder outputs, source mask and the decoder's initial state (an empty token buffer)."""
+        """Encoder outputs, source mask and the decoder's initial states: the next position (batch,), then per
+        decoder layer an empty self-attention key/value cache and the cross-attention keys/values of the source
+        (computed once here, read at every step)."""
         mask = tf.not_equal(source, PAD)
         hidden = self.source_embedding(source)
         for encoder in self.encoders:
             hidden = encoder(hidden, padding_mask=mask)
-        positions = self.target_embedding.position_embedding.sequence_length
-        return hidden, mask, [tf.zeros([tf.shape(source)[0], positions], tf.int32)]
+        batch, source_steps = tf.shape(source)[0], tf.shape(source)[1]
+        start = self.target_embedding(tf.fill([batch, 1], START))  # any query: only the cross keys/values are kept
+        self_caches, cross_caches = [], []
+        for decoder in self.decoders:
+            heads = decoder.num_heads
+            key_dim = self.target_embedding.embedding_dim // heads
+            dtype = decoder.compute_dtype
+            self_cache = tf.zeros([batch, 2, self.positions, heads, key_dim], dtype)
+            _, _, cross_cache = decoder(
+                start, hidden, encoder_padding_mask=mask, self_attention_cache=self_cache,
+                self_attention_cache_update_index=0, cross_attention_cache=tf.zeros(
+                    [batch, 2, source_steps, heads, key_dim], dtype), cross_attention_cache_update_index=0)
+            self_caches.append(self_cache)
+            cross_caches.append(cross_cache)
+        return hidden, mask, [tf.zeros([batch], tf.int32), *self_caches, *cross_caches]
+
+    @property
+    def positions(self) -> int:
+        return self.target_embedding.position_embedding.sequence_length
 
     def step(self, tokens: tf.Tensor, states: list, encoder_outputs, source_mask):
-        """One decoder step: the previous tokens (batch,) written into the buffer at each row's next position,
-        the decoder run over the buffer -> (probabilities at that position, new states, zero attention)."""
-        (buffer,) = states
-        position = tf.reduce_sum(tf.cast(tf.not_equal(buffer, PAD), tf.int32), axis=1)  # where `tokens` go
-        positions = tf.shape(buffer)[1]
-        position = tf.minimum(position, positions - 1)
-        buffer = buffer + tf.one_hot(position, positions, dtype=tf.int32) * tokens[:, None]
-        hidden = self.target_embedding(buffer)
-        for decoder in self.decoders:
-            hidden = decoder(hidden, encoder_outputs, decoder_padding_mask=tf.not_equal(buffer, PAD),
-                             encoder_padding_mask=source_mask)
-        probabilities = self.output(tf.gather(hidden, position, batch_dims=1))
-        return probabilities, [buffer], tf.zeros(tf.shape(source_mask), tf.float32)
+        """One decoder step for the previous tokens (batch,) at the next position: each decoder layer attends to
+        its cache of the earlier positions' keys/values and adds this one's -> (probabilities, new states, zero
+        attention). The same numbers as running the decoder over the whole prefix, one position's work per step."""
+        index, *caches = states
+        layers = len(self.decoders)
+        at = tf.minimum(index[0], self.positions - 1)  # every row decodes in step; past the end, the last slot
+        hidden = self.target_embedding(tokens[:, None], start_index=at)
+        self_caches = []
+        for decoder, self_cache, cross_cache in zip(self.decoders, caches[:layers], caches[layers:]):
+            hidden, self_cache, _ = decoder(
+                hidden, encoder_outputs, encoder_padding_mask=source_mask, self_attention_cache=self_cache,
+                self_attention_cache_update_index=at, cross_attention_cache=cross_cache,
+                cross_attention_cache_update_index=None)
+            self_caches.append(self_cache)
+        probabilities = self.output(hidden[:, 0])
+        return probabilities, [index + 1, *self_caches, *caches[layers:]], tf.zeros(tf.shape(source_mask), tf.float32)
 
 
 def build_seq2seq_transformer(config: Seq2SeqTransformerConfig) -> TransformerParts:

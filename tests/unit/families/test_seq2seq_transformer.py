@@ -52,6 +52,16 @@ def test_greedy_decoding_equals_the_teacher_forced_model_run_on_each_prefix(part
         assert (ids.numpy()[row, len(expected):] == 0).all()
 
 
+def test_each_cached_step_gives_the_teacher_forced_probabilities_at_its_position(parts):
+    """The decoder's key/value caches: one position per step, the same numbers as the whole prefix at once."""
+    target_in = np.array([[START, 4, 5, 6, 7], [START, 8, 4, 3, 6], [START, 5, 5, 5, 5]], "int32")
+    expected = parts.model({"source": SOURCE, "target_in": target_in}).numpy()
+    encoder_outputs, mask, states = parts.encode(tf.constant(SOURCE))
+    for position in range(target_in.shape[1]):
+        probabilities, states, _ = parts.step(tf.constant(target_in[:, position]), states, encoder_outputs, mask)
+        np.testing.assert_allclose(probabilities.numpy(), expected[:, position], rtol=1e-4, atol=1e-6)
+
+
 def test_a_beam_of_one_is_greedy_and_wider_beams_finish(parts):
     greedy, _ = tf.function(lambda s: greedy_decode(parts, s, 6))(SOURCE)
     beam1, _ = tf.function(lambda s: beam_decode(parts, s, 6, 1))(SOURCE)

@@ -47,11 +47,11 @@ def test_close_answers_the_queued_requests_then_ends_the_worker():
         assert not closing.done()  # drains first
         release.set()
         await asyncio.wait_for(closing, 5)
-        return calls, [p.result()["y"].tolist() for p in pending], batcher._worker
+        return calls, [p.result()["y"].tolist() for p in pending], batcher.workers
 
-    calls, answers, worker = asyncio.run(scenario())
+    calls, answers, workers = asyncio.run(scenario())
     assert answers == [[0], [2], [4], [6], [8]] and sum(calls) == 5
-    assert worker.done() and not worker.cancelled()
+    assert workers and all(worker.done() and not worker.cancelled() for worker in workers)
 
 
 def test_closing_a_batcher_that_never_ran_does_nothing():
@@ -74,9 +74,10 @@ def test_the_server_closes_the_batcher_of_a_version_it_no_longer_serves():
         new = server.batcher("m", version[2], "serve")
         assert list(server.batchers) == [("m", 2, "serve")] and new is not old
         await asyncio.wait_for(asyncio.gather(*server.closing), 5)
-        return old._worker
+        return old.workers
 
-    assert asyncio.run(scenario()).done()
+    workers = asyncio.run(scenario())
+    assert workers and all(worker.done() for worker in workers)
 
 
 def test_requests_of_different_inner_lengths_fail_alone_and_never_wedge_the_batcher():
@@ -107,7 +108,7 @@ def test_a_failure_the_retry_cannot_catch_answers_the_batch_and_the_worker_lives
         answers = await asyncio.wait_for(asyncio.gather(*(batcher({"x": np.ones(1)}) for _ in range(2)),
                                                         return_exceptions=True), 5)
         again = await asyncio.wait_for(asyncio.gather(batcher({"x": np.ones(1)}), return_exceptions=True), 5)
-        alive = not batcher._worker.done()
+        alive = all(not worker.done() for worker in batcher.workers)
         await batcher.close()
         return answers, again, alive
 
@@ -177,3 +178,36 @@ def test_a_request_with_more_text_than_a_call_takes_runs_as_several_calls():
     assert answer["n"].tolist() == [4, 4, 4, 25, 1]
     assert calls == [[4, 4], [4], [25], [1]]  # at most 10 bytes a call; a longer text alone
 
+
+
+def test_bulk_requests_run_one_call_at_a_time_beside_the_small_requests():
+    """Bulk work (requests cut into chunks) has a lane of its own: two bulk requests never hold two call slots, and
+    a small request is answered while a bulk call is stuck, even with one slot for small requests."""
+    async def scenario():
+        release, lock, active, most = threading.Event(), threading.Lock(), [0], [0]
+
+        def run(inputs):
+            bulk = inputs["x"][0] >= 100
+            if bulk:
+                with lock:
+                    active[0] += 1
+                    most[0] = max(most[0], active[0])
+                release.wait(5)
+                with lock:
+                    active[0] -= 1
+            return {"y": inputs["x"] * 2}
+
+        batcher = MicroBatcher(run, max_batch_size=4, timeout=0.0, executor=ThreadPoolExecutor(4), concurrency=1)
+        bulks = [asyncio.create_task(batcher({"x": np.arange(100, 110) + 100 * i})) for i in range(2)]
+        await asyncio.sleep(0.05)  # the first bulk chunk holds its call
+        small = asyncio.create_task(batcher({"x": np.array([1])}))
+        done, _ = await asyncio.wait([small], timeout=1)
+        release.set()
+        answers = await asyncio.wait_for(asyncio.gather(*bulks), 5)
+        await batcher.close()
+        return bool(done), small.result()["y"].tolist(), most[0], [a["y"].tolist() for a in answers]
+
+    answered_early, small, most_bulk_calls, bulks = asyncio.run(scenario())
+    assert answered_early and small == [2]
+    assert most_bulk_calls == 1
+    assert bulks == [[2 * x for x in range(100, 110)], [2 * x for x in range(200, 210)]]

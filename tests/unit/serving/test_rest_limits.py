@@ -4,7 +4,7 @@ than any signature takes, and rows (or a generator's count) up to the server's l
 import pytest
 
 from kpipe.serving import rest
-from kpipe.serving.signatures import Signature
+from kpipe.serving.signatures import saved_model_signature
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def signatures(tmp_path_factory):
     names = ("batched", "generate", "ragged_inside", "fixed_inside")
     tf.saved_model.save(module, str(path), signatures={name: getattr(module, name) for name in names})
     loaded = tf.saved_model.load(str(path))
-    return {name: Signature.of(name, loaded.signatures[name]) for name in names}
+    return {name: saved_model_signature(name, loaded.signatures[name]) for name in names}
 
 
 @pytest.mark.parametrize("value", [2**32 + 5, -(2**31) - 1, 2**70])
