@@ -173,8 +173,12 @@ def parse_model_argument(argument: str, export_dir: str | Path) -> ServedModel:
     if not _ or Path(argument).exists():
         name, where = "", argument
     where = where.strip()
-    found = versions.resolve_versions(where, export_dir)  # raises ModelNotFoundError with the fix
-    single = found[0] in (Path(where), Path(export_dir) / where)  # a version folder resolves to itself
+    from kpipe.portable.runtime import is_portable
+
+    portable = [path for path in (Path(where), Path(export_dir) / where) if is_portable(path)]
+    # a version folder (or a portable export, which is one) resolves to itself; raises ModelNotFoundError
+    found = portable[:1] or versions.resolve_versions(where, export_dir)
+    single = found[0] in (Path(where), Path(export_dir) / where)
     root = found[0] if single else found[0].parent
     if not name:
         name = root.parent.name if single else root.name
