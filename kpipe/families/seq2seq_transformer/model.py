@@ -53,7 +53,7 @@ class TransformerParts:
         mask = tf.not_equal(source, PAD)
         hidden = self.source_embedding(source)
         for encoder in self.encoders:
-            hidden = encoder(hidden, padding_mask=mask)
+            hidden = encoder(hidden)  # padding from the embedding's mask, as in training
         batch, source_steps = tf.shape(source)[0], tf.shape(source)[1]
         start = self.target_embedding(tf.fill([batch, 1], START))  # any query: only the cross keys/values are kept
         self_caches, cross_caches = [], []
