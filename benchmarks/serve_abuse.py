@@ -13,7 +13,8 @@ measured alone and while, in turn:
 For each: the good clients' requests, failures, p50/p99 latency and p99 against p99 alone (measured
 in the same run, before and after the abuse phases; the ratio uses the worse of the two), and the
 server's peak RSS. The abuse phases run in one order in odd repeats and the reverse in even ones;
-the table shows each repeat. Loopback only; every loop is bounded in time and stops by itself.
+the table shows each repeat. The abusers run in a process of their own (as other clients would), the good
+clients in this one. Loopback only; every loop is bounded in time and stops by itself.
 
 Usage (from the repository root):
     python benchmarks/serve_abuse.py                       # trains a small sentiment-bigrams first (~1 min)
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import shutil
 import socket
@@ -157,24 +159,35 @@ ABUSES = {
 }
 
 
-def phase(server: Server, seconds: float, abuse=None, folder=None, source=None):
-    stop, peak = threading.Event(), [rss_mib(server.process.pid)]
-    threads = []
+def abuse_process(name: str, port: int, folder, source, stop) -> None:
+    ABUSES[name](port, folder, source, stop)
+
+
+def phase(server: Server, seconds: float, abuse: str | None = None, folder=None, source=None):
+    """The good clients for `seconds`, alone or while the abuse named `abuse` runs. The abusers run in a process
+    of their own, as other clients would: their Python work (building, sending and reading big bodies) must not
+    hold the good clients' interpreter lock and count as the server's latency."""
+    stop, abuse_stop, peak = threading.Event(), multiprocessing.get_context("fork").Event(), [
+        rss_mib(server.process.pid)]
+    abuser = None
     if abuse is not None:
-        threads.append(threading.Thread(target=abuse, args=(server.port, folder, source, stop)))
+        abuser = multiprocessing.get_context("fork").Process(
+            target=abuse_process, args=(abuse, server.port, folder, source, abuse_stop))
+        abuser.start()
 
     def watch():
         while not stop.wait(0.2):
             peak[0] = max(peak[0], rss_mib(server.process.pid))
 
-    threads.append(threading.Thread(target=watch))
-    for thread in threads:
-        thread.start()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
     time.sleep(1.0 if abuse is not None else 0)  # the abuse under way before the good clients are measured
     latencies, failures = load(server.port, TEXTS, clients=4, seconds=seconds)
     stop.set()
-    for thread in threads:
-        thread.join(timeout=120)
+    abuse_stop.set()
+    watcher.join(timeout=120)
+    if abuser is not None:
+        abuser.join(timeout=120)
     return latencies, failures, peak[0]
 
 
@@ -209,7 +222,7 @@ def main():
                 names = [name for name in ABUSES if name[1] in args.only]
                 names = names if repeat % 2 == 0 else names[::-1]
                 alone = [phase(server, args.seconds)]
-                results = {name: phase(server, args.seconds, ABUSES[name], folder, source) for name in names}
+                results = {name: phase(server, args.seconds, name, folder, source) for name in names}
                 alone.append(phase(server, args.seconds))
                 reference = max(quantile(a[0], 99) for a in alone)
                 for name, (latencies, failures, peak) in [("alone, before", alone[0]), *results.items(),
