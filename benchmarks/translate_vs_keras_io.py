@@ -187,9 +187,10 @@ def main() -> None:
     for export in args.kpipe:
         import tensorflow as tf
 
+        from kpipe.exports.saved_model import load_saved_model
         from kpipe.tasks.translate.serving import translate_batches
 
-        loaded = tf.saved_model.load(export)
+        loaded = load_saved_model(Path(export))  # WordPiece ops registered first
         sources = list(references)
         started = time.perf_counter()
         outputs, _ = translate_batches(loaded, sources)

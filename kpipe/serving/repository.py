@@ -155,7 +155,9 @@ def _load_portable(path: Path, warm_up_rows: int) -> LoadedVersion:
     export = open_portable(path)
     signatures = portable_signatures(export)
     _warm_up(path, signatures, warm_up_rows)
-    return LoadedVersion(_number(path) or 1, path, signatures, export.manifest, module=export)
+    source = str(export.manifest.get("source_version", ""))  # `1-onnx` was written from version 1
+    return LoadedVersion(_number(path) or (int(source) if source.isdecimal() else 1), path, signatures,
+                         export.manifest, module=export)
 
 
 def _warm_up(path: Path, signatures: dict, rows: int) -> None:

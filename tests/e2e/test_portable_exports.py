@@ -17,6 +17,7 @@ from kpipe.cli.commands import main
 from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
 from kpipe.exports.portable import export_portable
 from kpipe.portable.runtime import PortableClassifier
+from kpipe.serving.repository import load_version
 from tests.helpers import kpipe, served
 
 pytestmark = pytest.mark.slow
@@ -137,6 +138,12 @@ def test_a_forecaster_exports_and_forecasts_as_its_savedmodel_without_tensorflow
     answered = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert answered.returncode == 0, answered.stderr[-2000:]
     np.testing.assert_allclose(json.loads(answered.stdout)["forecast"], expected.values, rtol=1e-4)
+    # as `kpipe serve` loads them: the same signature (names, dtypes, shapes) and the same answers
+    saved, portable = (load_version(path).signatures["serving_default"] for path in (source, source.parent / "1-onnx"))
+    assert (portable.inputs, portable.outputs) == (saved.inputs, saved.outputs)
+    window = frame.values[-96:].astype(np.float32)[None]
+    for name, value in saved({"window": window}).items():
+        np.testing.assert_allclose(portable({"window": window})[name], value, rtol=1e-4, err_msg=name)
 
 
 def test_an_ensemble_exports_its_members_and_weights(tmp_path, tweets):
@@ -165,6 +172,9 @@ def test_kpipe_serve_answers_with_a_portable_export_without_tensorflow(exports, 
     if not folder.exists():
         export_portable(exports / "sentiment-bigrams" / "1", "onnx")
     expected = PortableClassifier.open(folder).predict(tweets[:20])
+    saved, portable = (load_version(path).signatures["serving_default"]
+                       for path in (exports / "sentiment-bigrams" / "1", folder))
+    assert (portable.inputs, portable.outputs) == (saved.inputs, saved.outputs)  # what clients see is the same
     with served(f"bigrams={folder}", "--batch-timeout-ms", "20", cwd=exports.parent,
                 blocked=("tensorflow", "keras", "tf_keras")) as server:
         status, rows = server.post("/v1/models/bigrams:predict", {"instances": tweets[:20]})
