@@ -185,8 +185,6 @@ def main() -> None:
     references = splits.references("test")
     rows = []
     for export in args.kpipe:
-        import tensorflow as tf
-
         from kpipe.exports.saved_model import load_saved_model
         from kpipe.tasks.translate.serving import translate_batches
 

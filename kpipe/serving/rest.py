@@ -194,7 +194,7 @@ def to_array(value, info: TensorInfo) -> np.ndarray:
             array = np.asarray(value)
         except ValueError:
             raise BadRequest(f"input '{info.name}' has rows of different lengths: {_rows_hint(info)}") from None
-        kind = info.dtype.kind  # f, i, u or b
+        kind = info.kind  # f, i, u or b (others are refused)
         allowed = {"f": "iuf", "i": "iu", "u": "iu", "b": "b"}.get(kind, "")
         if array.dtype == object and kind in "iu" and all(isinstance(x, int) for x in array.reshape(-1)):
             raise _out_of_range(info, max(array.reshape(-1), key=abs))  # beyond 64 bits: kept as Python ints

@@ -19,11 +19,15 @@ from typing import Callable
 
 import numpy as np
 
+from kpipe.serving.repository import first_line
+
 STRING = np.dtype(object)
 # TF Serving's names of the dtypes (GET .../metadata), by NumPy's
 TF_SERVING_DTYPES = {"object": "DT_STRING", "float32": "DT_FLOAT", "float64": "DT_DOUBLE", "float16": "DT_HALF",
-                     "int8": "DT_INT8", "int16": "DT_INT16", "int32": "DT_INT32", "int64": "DT_INT64",
-                     "uint8": "DT_UINT8", "bool": "DT_BOOL"}
+                     "bfloat16": "DT_BFLOAT16", "int8": "DT_INT8", "int16": "DT_INT16", "int32": "DT_INT32",
+                     "int64": "DT_INT64", "uint8": "DT_UINT8", "uint16": "DT_UINT16", "uint32": "DT_UINT32",
+                     "uint64": "DT_UINT64", "complex64": "DT_COMPLEX64", "complex128": "DT_COMPLEX128",
+                     "bool": "DT_BOOL"}
 
 
 class InputRejected(Exception):
@@ -43,6 +47,11 @@ class TensorInfo:
     @property
     def is_string(self) -> bool:
         return self.dtype == STRING
+
+    @property
+    def kind(self) -> str:
+        """NumPy's kind of the dtype (f, i, u, b, c, O), bfloat16 counted as the float it is (ml_dtypes says V)."""
+        return "f" if self.dtype.name == "bfloat16" else self.dtype.kind
 
     @property
     def dtype_name(self) -> str:
@@ -157,4 +166,4 @@ def _graph_error(message: str) -> str:
     """The line of a TensorFlow graph error that says what went wrong (its first lines say where)."""
     lines = [line.strip() for line in message.splitlines() if line.strip() and not line.startswith(("\t", " ")) and
              not line.startswith(("Graph execution error", "Detected at node", "<stack traces"))]
-    return lines[-1] if lines else (message.strip().splitlines() or [""])[0]
+    return lines[-1] if lines else first_line(message)

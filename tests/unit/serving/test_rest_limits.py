@@ -22,8 +22,10 @@ def signatures(tmp_path_factory):
                                        input_signature=[tf.TensorSpec([None, None], tf.float32, name="x")])
     module.fixed_inside = tf.function(lambda x: {"total": tf.reduce_sum(x, axis=1)},
                                       input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    module.bfloat16 = tf.function(lambda x: {"doubled": x * 2},
+                                  input_signature=[tf.TensorSpec([None], tf.bfloat16, name="x")])
     path = tmp_path_factory.mktemp("signatures") / "1"
-    names = ("batched", "generate", "ragged_inside", "fixed_inside")
+    names = ("batched", "generate", "ragged_inside", "fixed_inside", "bfloat16")
     tf.saved_model.save(module, str(path), signatures={name: getattr(module, name) for name in names})
     loaded = tf.saved_model.load(str(path))
     return {name: saved_model_signature(name, loaded.signatures[name]) for name in names}
@@ -35,6 +37,17 @@ def test_an_integer_outside_its_dtype_is_a_400_naming_the_input_and_range(signat
         rest.request_inputs({"instances": [1, value]}, signatures["batched"])
     arrays, _ = rest.request_inputs({"instances": [1, 2**31 - 1]}, signatures["batched"])
     assert arrays["ids"].tolist() == [1, 2**31 - 1]
+
+
+def test_bfloat16_inputs_take_numbers_and_keep_tf_servings_dtype_name(signatures):
+    """NumPy calls bfloat16 (ml_dtypes) a kind of its own: it is a float, as TensorFlow says."""
+    from kpipe.serving.app import _tensor_info
+
+    arrays, _ = rest.request_inputs({"instances": [1.5, 2]}, signatures["bfloat16"])
+    assert signatures["bfloat16"](arrays)["doubled"].astype(float).tolist() == [3.0, 4.0]
+    with pytest.raises(rest.BadRequest, match="holds NaN or infinity"):
+        rest.request_inputs({"instances": [float("inf")]}, signatures["bfloat16"])
+    assert _tensor_info(signatures["bfloat16"].inputs["x"], "serve")["dtype"] == "DT_BFLOAT16"
 
 
 def test_deeply_nested_json_is_a_400_not_a_recursion_error():
