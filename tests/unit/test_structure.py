@@ -63,3 +63,26 @@ def test_importing_a_task_changes_nothing_outside_it():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["None", "0"]
+
+
+def test_the_training_modules_are_the_train_extras_packages_a_runtime_install_lacks():
+    """`kpipe.dependencies.TRAINING_MODULES` (what a runtime-only install is told to get with kpipe[train]) and
+    pyproject's `train` extra are one fact in two places: every package of the extra that the `runtime` extra does
+    not bring is named there by its import name, and nothing else is."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    from kpipe.dependencies import TRAINING_MODULES
+
+    extras = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))[
+        "project"]["optional-dependencies"]
+
+    def names(requirements):
+        return {re.match(r"[A-Za-z0-9_.\-]+", r).group(0).lower().replace("-", "_") for r in requirements}
+
+    import_names = {"scikit_learn": "sklearn", "adjusttext": "adjustText"}
+    shims = {"importlib_resources"}  # imported only by tensorflow-datasets, itself a training module
+    runtime_only = names(extras["runtime"]) | names(extras["serve"])
+    expected = {import_names.get(n, n) for n in names(extras["train"]) - runtime_only - shims}
+    assert TRAINING_MODULES == expected
