@@ -18,7 +18,7 @@ from kpipe.datasets.text_classification import TextClassificationDataConfig, loa
 from kpipe.exports.portable import export_portable
 from kpipe.portable.runtime import PortableClassifier
 from kpipe.serving.repository import load_version
-from tests.helpers import kpipe, served
+from tests.helpers import kpipe, served, without_modules
 
 pytestmark = pytest.mark.slow
 
@@ -68,12 +68,7 @@ def test_kpipe_export_then_predict_without_tensorflow(shared_run, tmp_path):
     assert "to saved_models/sentiment-bilstm/1-litert-int8" in done.stdout and (folder / "model.tflite").is_file()
     manifest = json.loads((folder / "kpipe.json").read_text())
     assert (manifest["format"], manifest["quantization"], manifest["source_version"]) == ("litert", "int8", "1")
-    code = ("import sys\n"
-            "class Blocked:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name.split('.')[0] in ('tensorflow', 'keras', 'tf_keras', 'pandas', 'sklearn', 'scipy'):\n"
-            "            raise ImportError('not installed here: ' + name)\n"
-            "sys.meta_path.insert(0, Blocked())\n"
+    code = (without_modules("tensorflow", "keras", "tf_keras", "pandas", "sklearn", "scipy") +
             "from kpipe.cli.commands import main\n"
             f"code = main(['predict', {str(folder)!r}, '--json', 'thank you, the crew was great', 'lost my bag'])\n"
             "assert not any(m.split('.')[0] in ('tensorflow', 'keras', 'pandas') for m in sys.modules)\n"
@@ -127,12 +122,7 @@ def test_a_forecaster_exports_and_forecasts_as_its_savedmodel_without_tensorflow
             np.testing.assert_allclose(got.intervals[level][0], lower, atol=tolerance * scale)
     csv = tmp_path / "recent.csv"
     frame.to_csv(csv, index=False)
-    code = ("import sys\n"
-            "class Blocked:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name.split('.')[0] in ('tensorflow', 'keras'):\n"
-            "            raise ImportError('TensorFlow is not installed here: ' + name)\n"
-            "sys.meta_path.insert(0, Blocked())\n"
+    code = (without_modules("tensorflow", "keras") +
             "from kpipe.cli.commands import main\n"
             f"sys.exit(main(['forecast', {str(source.parent / '1-onnx')!r}, '--input', {str(csv)!r}, '--json']))\n")
     answered = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
