@@ -251,9 +251,15 @@ def make_sampler(options: TuneOptions, dimensions: list[Dimension]):
     did when every process's sampler was seeded with `--seed` alone."""
     import optuna
 
+    if options.sampler == "grid":
+        # One sampler for the whole study, not one per trial: a grid sampler shuffles the grid with its seed and
+        # hands trial n the n-th point of its shuffle (then unvisited points, read from the study), so samplers
+        # seeded per trial repeated points and skipped others. Processes with the same --seed share the shuffle,
+        # so trial numbers keep them apart.
+        return optuna.samplers.GridSampler({d.path: list(range(len(d.choices))) for d in dimensions},
+                                           seed=options.seed)
+
     def make(seed: int):
-        if options.sampler == "grid":
-            return optuna.samplers.GridSampler({d.path: list(range(len(d.choices))) for d in dimensions}, seed=seed)
         if options.sampler == "random":
             return optuna.samplers.RandomSampler(seed=seed)
         # constant_liar: a running trial counts as a poor result, so parallel processes do not all sample
