@@ -1,11 +1,13 @@
 """`kpipe export`: a classifier export rewritten to run without TensorFlow, as ONNX or LiteRT.
 
-The network takes numbers (token ids, or dense n-gram features) and becomes `model.onnx` (Keras' ONNX export,
-dynamic batch and length) or `model.tflite` (LiteRT builtin ops only, so the standalone `ai-edge-litert` runs it:
-one text per call, ids padded to the full sequence length, because a masked recurrent loop converts only with
-static shapes). The text preprocessing it needs is written beside it as data (`preprocessing.json`, the
-vocabulary, the n-gram idf) for `kpipe.portable.text`. Quantization: "int8" is dynamic-range (int8 weights, per channel for ONNX,
-float activations: no calibration set needed), "float16" halves the weights (LiteRT only).
+The network takes numbers (token ids, or sparse n-gram features) and becomes `model.onnx` (Keras' ONNX export,
+dynamic batch and length; recurrent classifiers as ONNX's fused LSTM/GRU operators, `onnx_recurrent`) or
+`model.tflite` (LiteRT builtin ops only, so the standalone `ai-edge-litert` runs it: one text per call, resized
+to its length, except recurrent networks: ids padded to the full sequence length, because a masked recurrent loop
+converts only with static shapes). The text preprocessing it needs is written beside it as data (`preprocessing.json`, the
+vocabulary, the n-gram idf) for `kpipe.portable.text`. Quantization: "int8" stores int8 weights (per channel for
+ONNX; no calibration set needed; see `quantize_onnx` for which activations onnxruntime quantizes too), "float16"
+halves the weights (LiteRT only).
 
 The folder sits beside the SavedModel version it came from (`saved_models/NAME/1-onnx`, `1-litert-int8`) and
 is written like every export: into a temporary folder, fsynced, renamed into place.
@@ -26,6 +28,7 @@ import numpy as np
 
 from kpipe.errors import KpipeError
 from kpipe.exports import manifest
+from kpipe.exports.onnx_recurrent import recurrent_onnx
 from kpipe.portable.runtime import PREPROCESSING_FILE
 from kpipe.exports.versions import tmp_name, fsync_dir, fsync_tree, resolve_model_dir
 
@@ -242,18 +245,60 @@ def _without_dropout(config):
     return config
 
 
+def quantize_onnx(path: Path, weight_only: bool) -> None:
+    """Rewrite the ONNX network at `path` with int8 weights, per channel. onnxruntime's dynamic quantization also
+    quantizes each matrix product's activations (uint8, per tensor, at run time): fine for recurrent and n-gram
+    networks, but a transformer's feed-forward activations have outliers (97.7 % of a MiniLM's labels kept).
+    So an encoder's products get int8 weights only (`MatMulNBits`, 8 bits in blocks of 128, activations float,
+    as LiteRT's dynamic range does: 99.8 %), and its embedding tables int8 rows."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    plain = path.with_suffix(".float.onnx")
+    path.rename(plain)
+    source = plain
+    try:
+        if weight_only:
+            import onnx
+            from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+            quantizer = MatMulNBitsQuantizer(onnx.load(str(plain)), bits=8, block_size=128, is_symmetric=True,
+                                             op_types_to_quantize=("MatMul",))
+            with _quiet("onnxruntime.quantization.matmul_nbits_quantizer"):
+                quantizer.process()
+            source = path.with_suffix(".weights.onnx")
+            quantizer.model.save_model_to_file(str(source), False)
+        with contextlib.redirect_stdout(io.StringIO()):  # it prints the graph's shapes it infers
+            quantize_dynamic(str(source), str(path), weight_type=QuantType.QInt8, per_channel=True,
+                             op_types_to_quantize=["Gather"] if weight_only else None)
+    finally:
+        for leftover in {plain, source}:
+            leftover.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _quiet(logger: str):
+    """The named logger silenced (onnxruntime's weight quantizer logs a line per node at INFO)."""
+    found = logging.getLogger(logger)
+    level = found.level
+    found.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        found.setLevel(level)
+
+
 def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: dict) -> None:
     model = network(keras_file)
     if fmt == "onnx":
-        model.export(str(path), format="onnx", verbose=False)
-        if quantize == "int8":
-            from onnxruntime.quantization import QuantType, quantize_dynamic
+        fused = recurrent_onnx(model) if spec["kind"] == "word_ids" else None
+        if fused is not None:  # ONNX's own LSTM/GRU operators: one kernel per layer instead of a Loop
+            import onnx
 
-            plain = path.with_suffix(".float.onnx")
-            path.rename(plain)
-            with contextlib.redirect_stdout(io.StringIO()):  # it prints the graph's shapes it infers
-                quantize_dynamic(str(plain), str(path), weight_type=QuantType.QInt8, per_channel=True)
-            plain.unlink()
+            onnx.save(fused, str(path))
+        else:
+            model.export(str(path), format="onnx", verbose=False)
+        if quantize == "int8":
+            quantize_onnx(path, weight_only=spec["kind"] == "wordpiece")
         return
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
@@ -261,8 +306,8 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
     if spec["kind"] == "word_ids":  # a masked recurrent loop converts with static shapes only
         function = tf.function(lambda x: model(x, training=False),
                                input_signature=[tf.TensorSpec([1, spec["sequence_length"]], tf.int32)])
-    elif spec["kind"] == "wordpiece":  # a pretrained encoder: its inputs by name, padded to the sequence length
-        signature = {name: tf.TensorSpec([1, spec["sequence_length"]], tf.as_dtype(str(tensor.dtype)), name=name)
+    elif spec["kind"] == "wordpiece":  # an encoder: its inputs by name, any length (the runtime resizes them)
+        signature = {name: tf.TensorSpec([1, None], tf.as_dtype(str(tensor.dtype)), name=name)
                      for name, tensor in model.input.items()}
         function = tf.function(lambda inputs: model(inputs, training=False), input_signature=[signature])
     elif spec["kind"] == "windows":  # so does the forecaster's

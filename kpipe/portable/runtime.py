@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -52,9 +53,12 @@ class PortablePrediction:
 class Network:
     """The exported network in its runtime: `__call__(inputs (batch, ...)) -> (batch, outputs)` float32."""
 
-    def __init__(self, path: Path, fmt: str):
+    def __init__(self, path: Path, fmt: str, xnnpack_resizes: bool = True):
+        """`xnnpack_resizes`: whether LiteRT's default (XNNPack) delegate can run this network when its inputs are
+        resized per call (an encoder's can; the n-gram lookup's cannot)."""
         module, install = RUNTIMES[fmt]
         self.fmt = fmt
+        self.fixed_length = 0  # LiteRT networks converted with static shapes take ids padded to this length
         try:
             if fmt == "onnx":
                 import onnxruntime
@@ -66,12 +70,16 @@ class Network:
             else:
                 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-                self.interpreter = Interpreter(model_path=str(path))
-                if any(-1 in d["shape_signature"] for d in self.interpreter.get_input_details()):
+                threads = min(4, os.cpu_count() or 1)  # as onnxruntime, which uses the cores for one call
+                self.interpreter = Interpreter(model_path=str(path), num_threads=threads)
+                signatures = [d["shape_signature"] for d in self.interpreter.get_input_details()]
+                if any(-1 in s for s in signatures) and not xnnpack_resizes:
                     # inputs resized per text (n-grams): the XNNPack delegate cannot reshape these graphs
                     self.interpreter = Interpreter(
-                        model_path=str(path),
+                        model_path=str(path), num_threads=threads,
                         experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+                if signatures and len(signatures[0]) == 2 and -1 not in signatures[0]:
+                    self.fixed_length = int(signatures[0][1])
                 self.interpreter.allocate_tensors()
                 self.output_index = self.interpreter.get_output_details()[0]["index"]
         except ImportError:
@@ -105,16 +113,21 @@ class Network:
                 array = next(a for key, a in inputs.items() if key in name)
                 feed[name] = array.astype(ONNX_TYPES[kind])
             return self.session.run(None, feed)[0]
-        details = self.interpreter.get_input_details()
-
         def set_row(i: int) -> None:
-            for detail in details:
-                array = next(a for key, a in inputs.items() if key in detail["name"])
-                self.interpreter.set_tensor(detail["index"], array[i:i + 1].astype(detail["dtype"]))
+            details = self.interpreter.get_input_details()
+            rows = [next(a for key, a in inputs.items() if key in d["name"])[i:i + 1] for d in details]
+            if any(tuple(d["shape"]) != row.shape for d, row in zip(details, rows)):  # another length
+                for detail, row in zip(details, rows):
+                    self.interpreter.resize_tensor_input(detail["index"], row.shape)
+                self.interpreter.allocate_tensors()
+                details = self.interpreter.get_input_details()
+            for detail, row in zip(details, rows):
+                self.interpreter.set_tensor(detail["index"], row.astype(detail["dtype"]))
         return self._each_row(len(next(iter(inputs.values()))), set_row)
 
     def _each_row(self, count: int, set_row) -> np.ndarray:
-        """LiteRT's networks convert with static shapes (a recurrent loop needs them): one text per call."""
+        """LiteRT answers one text per call (recurrent networks convert with static shapes only; the others are
+        resized to each text's length)."""
         rows = []
         for i in range(count):
             set_row(i)
@@ -140,7 +153,7 @@ class Member:
     preprocess: WordIds | NgramCounts | WordPieceIds
     network: Network
     weight: float
-    fixed_length: int  # LiteRT's recurrent networks take ids padded to this length; 0: the batch's longest
+    fixed_length: int  # LiteRT's recurrent networks take ids padded to this length; 0: each text's own
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(self.preprocess, (WordIds, WordPieceIds)):  # ids, or a pretrained encoder's named inputs
@@ -163,8 +176,8 @@ def member(folder: Path, spec: dict, fmt: str) -> Member:
         preprocess = NgramCounts(vocabulary, np.load(folder / spec["idf"]), standardize=spec["standardize"],
                                  split=spec["split"], ngrams=spec["ngrams"], char_ngrams=spec["char_ngrams"],
                                  weighting=spec["weighting"])
-    fixed = spec["sequence_length"] if spec["kind"] in ("word_ids", "wordpiece") and fmt == "litert" else 0
-    return Member(preprocess, Network(folder / spec["network"], fmt), float(spec.get("weight", 1.0)), fixed)
+    network = Network(folder / spec["network"], fmt, xnnpack_resizes=spec["kind"] != "ngram_counts")
+    return Member(preprocess, network, float(spec.get("weight", 1.0)), network.fixed_length)
 
 
 class PortableExport:
