@@ -180,8 +180,11 @@ def cmd_export(args) -> int:
     target = write_portable(plan)
     size = sum((target / name).stat().st_size for name in json.loads((target / "kpipe.json").read_text())[
         "network_files"])
+    task = plan.manifest.get("task")
+    tries = {"classify": f'kpipe predict {target} "your text here"', "forecast": f"kpipe forecast {target} --input "
+             "recent.csv", "word2vec": f"kpipe serve {target} (its embed signature: words -> vectors)"}
     print(f"Exported {plan.source} as {args.format} (quantization {args.quantize}, network {size / 1024:.0f} KiB) "
-          f"to {target}\nIt runs without TensorFlow: kpipe predict {target} \"your text here\"")
+          f"to {target}\nIt runs without TensorFlow: {tries.get(task, f'kpipe serve {target}')}")
     return 0
 
 

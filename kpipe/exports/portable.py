@@ -36,8 +36,9 @@ log = logging.getLogger(__name__)
 
 QUANTIZATIONS = {"onnx": ("none", "int8"), "litert": ("none", "float16", "int8")}
 MODEL_FILES = {"onnx": "model.onnx", "litert": "model.tflite"}
-FAMILIES = {"classify": ("rnn_classifier", "bag_of_ngrams", "pretrained_classifier", "ensemble"),
-            "forecast": ("rnn_forecaster",)}
+FAMILIES = {"classify": ("rnn_classifier", "bag_of_ngrams", "pretrained_classifier", "transformer_classifier",
+                         "ensemble"),
+            "forecast": ("rnn_forecaster",), "word2vec": ("skipgram", "cbow")}
 
 
 def portable_name(version: str, fmt: str, quantize: str) -> str:
@@ -80,11 +81,12 @@ def plan_portable(model: str | Path, fmt: str, quantize: str = "none",
     found = manifest.read(source)
     if found.get("family") not in FAMILIES.get(found.get("task"), ()):
         raise KpipeError(f"{source} is a {found.get('task')} export of family {found.get('family')}; kpipe export "
-                         "writes ONNX and LiteRT for classifiers of the families rnn_classifier, bag_of_ngrams and "
-                         "pretrained_classifier (WordPiece encoders) and their ensembles, and for rnn_forecaster "
-                         "(transformer_classifier, generators, translators and word vectors are not exported yet)")
+                         "writes ONNX and LiteRT for classifiers of the families rnn_classifier, bag_of_ngrams, "
+                         "transformer_classifier and pretrained_classifier (WordPiece encoders) and their ensembles, "
+                         "for rnn_forecaster, and word2vec's vectors (generators and translators are not exported "
+                         "yet: their decoding loops run in Python around the network)")
     config = tomllib.loads((source / "config.toml").read_text(encoding="utf-8"))
-    if config["data"].get("text_pair_column", ""):
+    if config.get("data", {}).get("text_pair_column", ""):
         raise KpipeError(f"{source} classifies pairs of texts; kpipe export handles single texts only")
     target = source.parent / portable_name(source.name, fmt, quantize)
     if target.exists():
@@ -129,6 +131,8 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
     `kpipe.portable.text` turns raw strings into its inputs (or, for a forecaster, where its scaling is). An
     ensemble lists its members with their weights (chosen on validation, from the export's metrics.json)."""
     pre, model = config["preprocessing"], config["model"]
+    if config.get("task") == "word2vec":  # words looked up in the vocabulary, the vectors' rows gathered
+        return {"kind": "word_lookup", "words": "words.txt", "keras": "model.keras", "network": MODEL_FILES[fmt]}
     if model["family"] == "rnn_forecaster":  # raw windows: scaled, forecast and unscaled by the runtime
         features = json.loads((source / "features.json").read_text(encoding="utf-8"))
         return {"kind": "windows", "window": features["window"], "num_features": len(features["features"]),
@@ -151,7 +155,8 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
 def member_spec(source: Path, pre: dict, model: dict, role: str, fmt: str) -> dict:
     """One classifier network's spec; `role` names an ensemble member's files ("ngrams" -> ngrams_model.keras)."""
     prefix = f"{role}_" if role else ""
-    if model.get("family") == "pretrained_classifier":
+    family = model.get("family", "rnn_classifier")
+    if family == "pretrained_classifier" or (family == "transformer_classifier" and pre.get("tokenizer") == "wordpiece"):
         if not (source / f"{prefix}wordpiece.json").exists():
             raise KpipeError(f"{source} has no {prefix}wordpiece.json: its encoder's tokenizer is not WordPiece (BPE "
                              "and SentencePiece are not exported yet), or an older kpipe exported it; run the "
@@ -164,7 +169,7 @@ def member_spec(source: Path, pre: dict, model: dict, role: str, fmt: str) -> di
     files = {"keras": f"{prefix}model.keras", "network": f"{prefix}{MODEL_FILES[fmt]}",
              "vocabulary": f"{prefix}vocabulary.txt"}
     common = {"standardize": pre["standardize"], "split": pre["split"], **files}
-    if model.get("family", "rnn_classifier") == "rnn_classifier":
+    if family in ("rnn_classifier", "transformer_classifier"):  # ids of whole words
         return {"kind": "word_ids", **common, "sequence_length": pre["sequence_length"],
                 "truncating": pre["truncating"]}
     if model.get("hashing"):
@@ -175,6 +180,22 @@ def member_spec(source: Path, pre: dict, model: dict, role: str, fmt: str) -> di
                          "pipeline again to export it")
     return {"kind": "ngram_counts", **common, "ngrams": model["ngrams"], "char_ngrams": model["char_ngrams"],
             "weighting": "binary" if model["weighting"] == "nb" else model["weighting"], "idf": f"{prefix}idf.npy"}
+
+
+def word_vectors_network(keras_file: Path):
+    """A word2vec export's vectors as a network: word ids (batch,) -> vectors (batch, dim), the id one past the
+    vocabulary giving zeros (a word outside it), as the SavedModel's `embed`."""
+    import keras
+
+    import kpipe.families.word2vec.model  # noqa: F401  (registers the loss saved in model.keras)
+
+    table = np.asarray(keras.saving.load_model(keras_file, compile=False).get_layer("word_vectors").embeddings)
+    ids = keras.Input((), dtype="int32", name="word_ids")
+    lookup = keras.layers.Embedding(len(table) + 1, table.shape[1], name="vectors")
+    model = keras.Model(ids, lookup(ids), name="word_vectors")
+    lookup.set_weights([np.vstack([table, np.zeros((1, table.shape[1]), np.float32)])])
+    model(np.zeros((1,), "int32"))  # Keras exports only built models
+    return model
 
 
 def network(keras_file: Path):
@@ -288,7 +309,12 @@ def _quiet(logger: str):
 
 
 def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: dict) -> None:
-    model = network(keras_file)
+    if spec["kind"] == "word_lookup":
+        (path.parent / spec["words"]).write_text(  # the vectors' words in row order, from metadata.tsv
+            "".join(line.split("\t")[0] + "\n" for line in
+                    (keras_file.parent / "metadata.tsv").read_text(encoding="utf-8").splitlines()[1:]),
+            encoding="utf-8")
+    model = word_vectors_network(keras_file) if spec["kind"] == "word_lookup" else network(keras_file)
     if fmt == "onnx":
         fused = recurrent_onnx(model) if spec["kind"] == "word_ids" else None
         if fused is not None:  # ONNX's own LSTM/GRU operators: one kernel per layer instead of a Loop
@@ -307,9 +333,16 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
         function = tf.function(lambda x: model(x, training=False),
                                input_signature=[tf.TensorSpec([1, spec["sequence_length"]], tf.int32)])
     elif spec["kind"] == "wordpiece":  # an encoder: its inputs by name, any length (the runtime resizes them)
+        named = model.input if isinstance(model.input, dict) else {"token_ids": model.input}
         signature = {name: tf.TensorSpec([1, None], tf.as_dtype(str(tensor.dtype)), name=name)
-                     for name, tensor in model.input.items()}
-        function = tf.function(lambda inputs: model(inputs, training=False), input_signature=[signature])
+                     for name, tensor in named.items()}
+        if isinstance(model.input, dict):
+            function = tf.function(lambda inputs: model(inputs, training=False), input_signature=[signature])
+        else:  # kpipe's transformer: token ids alone
+            function = tf.function(lambda ids: model(ids, training=False), input_signature=[signature["token_ids"]])
+    elif spec["kind"] == "word_lookup":  # one word per call
+        function = tf.function(lambda ids: model(ids, training=False),
+                               input_signature=[tf.TensorSpec([1], tf.int32)])
     elif spec["kind"] == "windows":  # so does the forecaster's
         function = tf.function(lambda x: model(x, training=False), input_signature=[
             tf.TensorSpec([1, spec["window"], spec["num_features"]], tf.float32)])

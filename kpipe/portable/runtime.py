@@ -291,11 +291,34 @@ class PortableForecaster(PortableExport):
         return outputs
 
 
+class PortableWordVectors(PortableExport):
+    """A word2vec export's vectors: words in, vectors out (zeros for a word outside the vocabulary), as the
+    SavedModel's `embed` signature answers."""
+
+    task, command = "word2vec", "kpipe serve"
+
+    def __init__(self, folder: Path):
+        super().__init__(folder)
+        spec = json.loads((folder / PREPROCESSING_FILE).read_text(encoding="utf-8"))
+        words = (folder / spec["words"]).read_text(encoding="utf-8").split("\n")[:-1]
+        self.index = {word: i for i, word in enumerate(words)}
+        self.network = Network(folder / spec["network"], self.manifest["format"])
+        self.dim = int(np.asarray(self.network(np.zeros(1, np.int32))).shape[-1])
+
+    def embed(self, words: Sequence[str]) -> np.ndarray:
+        """(len(words), dim) float32 vectors."""
+        if not len(words):
+            return np.zeros((0, self.dim), np.float32)
+        ids = np.array([self.index.get(w, len(self.index)) for w in words], np.int32)
+        return np.asarray(self.network(ids), np.float32)
+
+
 def open_portable(folder: str | Path) -> PortableExport:
     """The portable export in `folder`, as the class of the task it was exported from (a server's view)."""
     task = json.loads((Path(folder) / MANIFEST_FILE).read_text(encoding="utf-8")).get("task")
-    kinds = {kind.task: kind for kind in (PortableClassifier, PortableForecaster)}
+    kinds = {kind.task: kind for kind in (PortableClassifier, PortableForecaster, PortableWordVectors)}
     if task not in kinds:
-        raise KpipeError(f"{folder} is a portable {task} export; only classifiers and forecasters are exported")
+        raise KpipeError(f"{folder} is a portable {task} export; only classifiers, forecasters and word vectors "
+                         "are exported")
     return kinds[task].open(folder)
 

@@ -131,7 +131,7 @@ class WordPieceIds:
     def __call__(self, texts: Sequence[str], length: int | None = None) -> dict[str, np.ndarray]:
         """The encoder's inputs, padded to `length` or to the batch's longest text."""
         rows = [self.ids(t) for t in texts]
-        width = length or max((len(r) for r in rows), default=1)
+        width = length or max(1, max((len(r) for r in rows), default=1))  # an empty text keeps a column
         token_ids = np.full((len(rows), width), self.pad, np.int32)
         for i, row in enumerate(rows):
             token_ids[i, :len(row)] = row

@@ -76,14 +76,21 @@ def portable_settings(preprocessor, truncating: str) -> dict | None:
     if preset_preprocessor.packer is None:  # keras-hub builds it on the first call
         preset_preprocessor(tf.constant([""]))
     packer = preset_preprocessor.packer
+    return wordpiece_settings(tokenizer, {"sequence_length": int(packer.sequence_length),
+                                          "start_value": list(packer.start_value),
+                                          "end_value": list(packer.end_value), "pad_value": int(packer.pad_value)},
+                              truncating)
+
+
+def wordpiece_settings(tokenizer, packer: dict, truncating: str) -> dict:
+    """A keras-hub `WordPieceTokenizer`'s settings and how its ids are packed (`sequence_length` at most, with
+    `start_value`/`end_value` ids around them, `pad_value` after), as `kpipe.portable.wordpiece` reads them."""
     config = tokenizer.get_config()
     return {"tokenizer": {key: config[key] for key in ("lowercase", "strip_accents", "split", "suffix_indicator",
                                                         "oov_token")}
             | {"split_on_cjk": bool(getattr(tokenizer, "split_on_cjk", True)),
                "special_tokens": list(config.get("special_tokens") or [])},
-            "packer": {"sequence_length": int(packer.sequence_length), "start_value": list(packer.start_value),
-                       "end_value": list(packer.end_value), "pad_value": int(packer.pad_value)},
-            "truncating": truncating}
+            "packer": packer, "truncating": truncating}
 
 
 def load_run_preprocessor(preset: str, pre: TextPreprocessingConfig):

@@ -133,6 +133,12 @@ def portable_signatures(export) -> dict[str, Signature]:
                           {name: TensorInfo(name, np.dtype(np.float32), (None, export.spec["horizon"]))
                            for name in sorted(outputs)})
         return {"serving_default": serve, "serve": serve}
+    if export.task == "word2vec":
+        embed = Signature("embed", _rejecting(lambda inputs: {"vectors": export.embed(
+            [w.decode("utf-8", "replace") for w in inputs["words"]])}),
+                          {"words": TensorInfo("words", STRING, (None,))},
+                          {"vectors": TensorInfo("vectors", np.dtype(np.float32), (None, export.dim))})
+        return {"serving_default": embed, "embed": embed}
     labels = len(export.label_names)  # (`kpipe export` writes no pair classifiers)
 
     def classify(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -155,6 +155,24 @@ def test_an_ensemble_exports_its_members_and_weights(tmp_path, tweets):
         np.testing.assert_allclose(classifier.probabilities(tweets), expected, atol=1e-4, err_msg=fmt)
 
 
+@pytest.mark.parametrize("tokenizer", ["wordpiece", "words"])
+def test_kpipes_transformer_exports_with_its_tokenizer(tmp_path, tweets, tokenizer):
+    """sentiment-transformer (kpipe's own encoder) on WordPiece sub-words (re-tokenized in NumPy from the export's
+    settings: no [CLS]/[SEP] packing, the model adds its [CLS]) or on whole words, both formats."""
+    from kpipe.tasks.named_pipelines import load_pipeline
+    from kpipe.tasks.runner import run_pipeline
+
+    source = run_pipeline(load_pipeline("sentiment-transformer", [
+        "data.limit=600", "training.epochs=1", "preprocessing.vocabulary_size=400", f'preprocessing.tokenizer="{tokenizer}"',
+        "preprocessing.sequence_length=24", 'model.pooling="cls"', "model.hidden_dim=16", "model.num_layers=1",
+        "model.num_heads=2", "model.intermediate_dim=16", f'export.dir="{tmp_path / "saved_models"}"'])).export_dir
+    loaded = tf.saved_model.load(str(source))
+    expected = loaded.serve(tf.constant(tweets))["probabilities"].numpy()
+    for fmt in ("onnx", "litert"):
+        classifier = PortableClassifier.open(export_portable(source, fmt))
+        np.testing.assert_allclose(classifier.probabilities(tweets), expected, atol=1e-4, err_msg=fmt)
+
+
 def test_kpipe_serve_answers_with_a_portable_export_without_tensorflow(exports, tweets):
     """Both REST formats, the metadata and micro-batching, from onnxruntime in a server that cannot import
     TensorFlow or Keras; the answers are the portable classifier's."""

@@ -111,3 +111,37 @@ def test_served_over_tf_serving_rest(exported):
         status, body = server.post("/v1/models/word2vec-bible:predict", {"inputs": ["god", "no-such-word"]})
         assert status == 200, body
         np.testing.assert_allclose(body["outputs"], expected, rtol=1e-6)
+
+
+def test_the_vectors_export_as_onnx_and_litert_and_answer_without_tensorflow(exported, tmp_path):
+    """`kpipe export` of word vectors: a lookup network and the words, served with the SavedModel's `embed`
+    signature (same inputs and outputs, the same vectors; zeros for an unknown word), TensorFlow not needed."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from kpipe.exports.portable import export_portable
+    from kpipe.serving.repository import load_version
+    from tests.helpers import without_modules
+
+    _, export = exported
+    source = tmp_path / "1"
+    shutil.copytree(export, source)
+    words = np.array([b"god", b"the", b"no-such-word", b"", b"God"], dtype=object)
+    saved = load_version(source).signatures
+    expected = saved["embed"]({"words": words})["vectors"]
+    assert np.abs(expected[2]).max() == 0 and np.abs(expected[0]).max() > 0
+    for fmt, quantize in (("onnx", "none"), ("litert", "none"), ("onnx", "int8")):
+        portable = load_version(export_portable(source, fmt, quantize)).signatures
+        assert sorted(portable) == sorted(saved)
+        assert (portable["embed"].inputs, portable["embed"].outputs) == (saved["embed"].inputs, saved["embed"].outputs)
+        tolerance = 1e-6 if quantize == "none" else 0.01 * np.abs(expected).max()
+        np.testing.assert_allclose(portable["embed"]({"words": words})["vectors"], expected, atol=tolerance,
+                                   err_msg=f"{fmt} {quantize}")
+    code = (without_modules("tensorflow", "keras") +
+            "from kpipe.portable.runtime import open_portable\n"
+            f"print(open_portable({str(tmp_path / '1-onnx')!r}).embed(['god']).tolist())\n")
+    answered = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert answered.returncode == 0, answered.stderr[-2000:]
+    np.testing.assert_allclose(json.loads(answered.stdout)[0], expected[0], rtol=1e-6)

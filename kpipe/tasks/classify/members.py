@@ -291,7 +291,11 @@ def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPr
                   history, {"vocabulary_size": len(vocabulary),
                             "embedding_coverage": coverage.as_dict() if coverage else None,
                             "masked_lm_pretraining": pretraining},
-                  compiled_length=0 if transformer else pre.sequence_length)
+                  compiled_length=0 if transformer else pre.sequence_length,
+                  # kpipe's own WordPiece ids, cut and right-padded, no [CLS]/[SEP] (the model adds its [CLS])
+                  tokenizer_settings=pretrained_inputs.wordpiece_settings(
+                      vectorizer, {"sequence_length": pre.sequence_length, "start_value": [], "end_value": [],
+                                   "pad_value": 0}, pre.truncating) if pre.tokenizer == "wordpiece" else None)
 
 
 def counted_cache(run: Run, stamp: str, pre: TextPreprocessingConfig, model_config: BagOfNgramsConfig) -> Path:
