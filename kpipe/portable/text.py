@@ -102,16 +102,20 @@ class NgramCounts:
         self.weighting = weighting
 
     @staticmethod
-    def _grams(items: list[str], width: int, separator: str) -> list[str]:
-        return [separator.join(items[i:i + n]) for n in range(1, width + 1) for i in range(len(items) - n + 1)]
+    def _known(items: list[str], width: int, separator: str, index: dict) -> Counter:
+        """Counts of the vocabulary's 1- to `width`-grams of `items`, by column (the n-grams built by zipping
+        shifted copies of `items`, looked up once each: the hot loop of single-text requests)."""
+        get = index.get
+        found = list(map(get, items))
+        for n in range(2, width + 1):
+            found += map(get, map(separator.join, zip(*(items[k:] for k in range(n)))))
+        return Counter([column for column in found if column is not None])
 
     def counts(self, text: str) -> tuple[Counter, Counter]:
-        words = Counter(self.word_index[g] for g in self._grams(tokens(text, self.standardize, self.split),
-                                                                self.ngrams, " ") if g in self.word_index)
+        words = self._known(tokens(text, self.standardize, self.split), self.ngrams, " ", self.word_index)
         chars = Counter()
         if self.char_ngrams:
-            chars = Counter(self.char_index[g] for g in self._grams(list(text.translate(ASCII_UPPER)),
-                                                                    self.char_ngrams, "") if g in self.char_index)
+            chars = self._known(list(text.translate(ASCII_UPPER)), self.char_ngrams, "", self.char_index)
         return words, chars
 
     def features(self, text: str) -> tuple[np.ndarray, np.ndarray]:
