@@ -51,6 +51,9 @@ MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>[
 # TensorFlow's inter-op threads in a server: more than the cores and the calls that can run at once, so that
 # one long call never takes every thread (measured with benchmarks/serve_abuse.py's huge bodies).
 MODEL_THREADS = max(8, 2 * (os.cpu_count() or 1))
+# Bodies larger than this are decoded (and their answers rendered) in a thread of their own, so a few large
+# bodies in flight never hold the threads that decode the small requests
+BULK_BODY_BYTES = 256 * 1024
 
 
 @dataclass
@@ -94,6 +97,7 @@ class ModelServer:
         self.executor = ThreadPoolExecutor(max_workers=options.threads + 1, thread_name_prefix="kpipe-serve")
         # JSON decoding, array conversion and rendering: off the event loop, and not in the model threads
         self.codec = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kpipe-json")
+        self.bulk_codec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-json-bulk")
         # Loading and warming up new versions: one thread at a lower CPU priority than the serving threads
         self.loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-load", initializer=_lower_priority)
         self.batchers: dict[tuple[str, int, str], MicroBatcher] = {}
@@ -132,8 +136,8 @@ class ModelServer:
     async def predict(self, name: str, version: str | None, body: bytes) -> Response:
         model, current = self.find(name, version)
         loop = asyncio.get_running_loop()
-        signature_name, signature, inputs, rows = await loop.run_in_executor(
-            self.codec, self.decode, name, current, body)
+        codec = self.bulk_codec if len(body) > BULK_BODY_BYTES else self.codec
+        signature_name, signature, inputs, rows = await loop.run_in_executor(codec, self.decode, name, current, body)
         try:
             if self.options.batching and signature.gatherable:
                 outputs = await self.batcher(model.name, current, signature_name)(inputs)
@@ -142,7 +146,7 @@ class ModelServer:
         except InputRejected as failure:
             raise rest.BadRequest(f"the model rejected the input: {failure}") from None
         self.counts[model.name]["requests"] += 1
-        rendered = await loop.run_in_executor(self.codec, lambda: JSONResponse(rest.response(outputs, rows)).body)
+        rendered = await loop.run_in_executor(codec, lambda: JSONResponse(rest.response(outputs, rows)).body)
         return Response(rendered, media_type="application/json")
 
     def batcher(self, name: str, current: LoadedVersion, signature_name: str) -> MicroBatcher:
@@ -291,6 +295,7 @@ def build_app(repository: ModelRepository, options: ServeOptions | None = None) 
             poller.cancel()
             server.executor.shutdown(wait=False, cancel_futures=True)
             server.codec.shutdown(wait=False, cancel_futures=True)
+            server.bulk_codec.shutdown(wait=False, cancel_futures=True)
             server.loader.shutdown(wait=False, cancel_futures=True)
 
     app = Starlette(routes=[Route("/v1/models", listing, methods=["GET"]),
