@@ -27,6 +27,7 @@ import logging
 import os
 import re
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ from starlette.routing import Route
 
 from kpipe.serving import rest
 from kpipe.serving.batching import MicroBatcher
+from kpipe.serving.header_timeout import header_timeout_protocol
 from kpipe.serving.repository import LoadedVersion, ModelRepository, ServedModel, first_line
 from kpipe.serving.signatures import TF_SERVING_DTYPES, InputRejected
 
@@ -54,6 +56,11 @@ MODEL_THREADS = max(8, 2 * (os.cpu_count() or 1))
 # Bodies larger than this are decoded (and their answers rendered) in a thread of their own, so a few large
 # bodies in flight never hold the threads that decode the small requests
 BULK_BODY_BYTES = 256 * 1024
+# While small requests are in flight, each piece of bulk work (a large body's decoding, a bulk request's model
+# call) that took t seconds is followed by 2t in which no bulk work starts: bulk work then takes at most a third of
+# the time, and the cores it leaves are the small requests'. Alone, bulk requests run at full speed. Measured with
+# benchmarks/serve_abuse.py: the good clients' p99 under maximum-size bodies 30-31 ms against 43-50 ms without.
+BULK_PAUSE = 2.0
 
 
 @dataclass
@@ -98,6 +105,8 @@ class ModelServer:
         # JSON decoding, array conversion and rendering: off the event loop, and not in the model threads
         self.codec = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kpipe-json")
         self.bulk_codec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-json-bulk")
+        self.bulk_turn = asyncio.Lock()  # one large body decoded at a time, paced (BULK_PAUSE)
+        self.small_in_flight = 0  # requests with small bodies between arrival and answer
         # Loading and warming up new versions: one thread at a lower CPU priority than the serving threads
         self.loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-load", initializer=_lower_priority)
         self.batchers: dict[tuple[str, int, str], MicroBatcher] = {}
@@ -135,9 +144,37 @@ class ModelServer:
 
     async def predict(self, name: str, version: str | None, body: bytes) -> Response:
         model, current = self.find(name, version)
+        bulk = len(body) > BULK_BODY_BYTES
+        if bulk:
+            async with self.bulk_turn:
+                started = time.perf_counter()
+                try:
+                    decoded = await asyncio.get_running_loop().run_in_executor(
+                        self.bulk_codec, self.decode, name, current, body)
+                finally:  # a body refused after its parse (too many rows) cost as much
+                    await self.yield_to_small(time.perf_counter() - started)
+            return await self.answer(model, current, decoded, self.bulk_codec)
+        self.small_in_flight += 1
+        small = True
+        try:
+            decoded = await asyncio.get_running_loop().run_in_executor(self.codec, self.decode, name, current, body)
+            rows = len(next(iter(decoded[2].values()))) if decoded[2] else 0
+            if rows > 1 and 4 * rows > self.options.max_batch_size:  # bulk work after all (many short rows)
+                self.small_in_flight, small = self.small_in_flight - 1, False
+            return await self.answer(model, current, decoded, self.codec)
+        finally:
+            if small:
+                self.small_in_flight -= 1
+
+    async def yield_to_small(self, seconds: float) -> None:
+        """After `seconds` of bulk work: wait BULK_PAUSE times as long if small requests are in flight."""
+        if self.small_in_flight:
+            await asyncio.sleep(BULK_PAUSE * seconds)
+
+    async def answer(self, model: ServedModel, current: LoadedVersion, decoded: tuple, codec) -> Response:
+        """The model's answer to a decoded request, rendered in `codec`."""
         loop = asyncio.get_running_loop()
-        codec = self.bulk_codec if len(body) > BULK_BODY_BYTES else self.codec
-        signature_name, signature, inputs, rows = await loop.run_in_executor(codec, self.decode, name, current, body)
+        signature_name, signature, inputs, rows = decoded
         try:
             if self.options.batching and signature.gatherable:
                 outputs = await self.batcher(model.name, current, signature_name)(inputs)
@@ -161,7 +198,8 @@ class ModelServer:
                                               max_batch_size=self.options.max_batch_size,
                                               timeout=self.options.batch_timeout, executor=self.executor,
                                               concurrency=self.options.threads,
-                                              max_batch_bytes=self.options.max_batch_bytes)
+                                              max_batch_bytes=self.options.max_batch_bytes,
+                                              bulk_pause=self.yield_to_small)
         return self.batchers[key]
 
     def counted(self, name: str, signature):
@@ -331,48 +369,3 @@ def http_server(repository: ModelRepository, options: ServeOptions):
                             timeout_graceful_shutdown=5, limit_concurrency=options.limit_concurrency,
                             timeout_keep_alive=options.keep_alive, http=header_timeout_protocol(options.header_timeout))
     return uvicorn.Server(config)
-
-
-def header_timeout_protocol(seconds: float):
-    """uvicorn's HTTP protocol (httptools) closing a connection whose request headers take over `seconds` to
-    arrive: uvicorn itself waits for them forever, so slow clients could hold every connection."""
-    try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-    except ImportError:  # httptools comes with uvicorn[standard]; without it, uvicorn's h11 (no header timeout)
-        log.warning("httptools is not installed: --header-timeout-s is not enforced (pip install 'kpipe[serve]')")
-        return "h11"
-
-    class HeaderTimeoutProtocol(HttpToolsProtocol):
-        _header_timer = None
-
-        def data_received(self, data: bytes) -> None:
-            if self.cycle is None or self.cycle.response_complete:  # between requests: a new one starts
-                self._start_header_timer()
-            super().data_received(data)
-
-        def connection_made(self, transport) -> None:
-            super().connection_made(transport)
-            self._start_header_timer()
-
-        def _start_header_timer(self) -> None:
-            if self._header_timer is None:
-                self._header_timer = self.loop.call_later(seconds, self._headers_too_slow)
-
-        def _headers_too_slow(self) -> None:
-            self._header_timer = None
-            if not self.transport.is_closing():
-                self.transport.close()
-
-        def on_headers_complete(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-            super().on_headers_complete()
-
-        def connection_lost(self, exc) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-            super().connection_lost(exc)
-
-    return HeaderTimeoutProtocol

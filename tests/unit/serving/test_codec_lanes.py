@@ -46,3 +46,47 @@ def test_a_small_request_is_answered_while_large_bodies_are_still_being_decoded(
         for pool in (server.executor, server.codec, server.bulk_codec, server.loader):
             pool.shutdown(wait=False)
     assert json.loads(answer.body) == {"predictions": [5]}
+
+
+def test_bulk_work_yields_twice_its_time_only_while_small_requests_are_in_flight():
+    repository = types.SimpleNamespace(models={}, get=lambda name: None)
+    server = app.ModelServer(repository, app.ServeOptions())
+
+    async def pause_seconds(in_flight):
+        server.small_in_flight = in_flight
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await server.yield_to_small(0.1)
+        return loop.time() - started
+
+    try:
+        alone, shared = asyncio.run(pause_seconds(0)), asyncio.run(pause_seconds(1))
+    finally:
+        for pool in (server.executor, server.codec, server.bulk_codec, server.loader):
+            pool.shutdown(wait=False)
+    assert alone < 0.05 and shared >= app.BULK_PAUSE * 0.1 - 0.01
+
+
+def test_the_batcher_paces_bulk_calls_and_never_small_ones():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kpipe.serving.batching import MicroBatcher
+
+    paused = []
+
+    async def bulk_pause(seconds):
+        paused.append(seconds)
+
+    async def scenario():
+        with ThreadPoolExecutor(4) as executor:
+            batcher = MicroBatcher(lambda inputs: {"y": inputs["x"] * 2}, max_batch_size=8, timeout=0.001,
+                                   executor=executor, bulk_pause=bulk_pause)
+            small = await batcher({"x": np.arange(1)})
+            assert not paused
+            bulk = await batcher({"x": np.arange(20)})  # 20 rows, cut into 3 bulk calls of at most 8
+            await batcher.close()
+        return small, bulk
+
+    small, bulk = asyncio.run(scenario())
+    np.testing.assert_array_equal(bulk["y"], np.arange(20) * 2)
+    assert len(paused) == 3 and all(seconds >= 0 for seconds in paused)
