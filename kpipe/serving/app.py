@@ -31,6 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -158,7 +159,8 @@ class ModelServer:
         small = True
         try:
             decoded = await asyncio.get_running_loop().run_in_executor(self.codec, self.decode, name, current, body)
-            rows = len(next(iter(decoded[2].values()))) if decoded[2] else 0
+            first = next(iter(decoded[2].values()), None)
+            rows = len(first) if first is not None and np.ndim(first) >= 1 else 0  # scalars (`generate`): no rows
             if rows > 1 and 4 * rows > self.options.max_batch_size:  # bulk work after all (many short rows)
                 self.small_in_flight, small = self.small_in_flight - 1, False
             return await self.answer(model, current, decoded, self.codec)
