@@ -39,7 +39,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from kpipe.serving import rest
-from kpipe.serving.batching import MicroBatcher
+from kpipe.serving.batching import MicroBatcher, is_bulk, text_bytes
 from kpipe.serving.header_timeout import header_timeout_protocol
 from kpipe.serving.repository import LoadedVersion, ModelRepository, ServedModel, first_line
 from kpipe.serving.signatures import TF_SERVING_DTYPES, InputRejected
@@ -159,14 +159,21 @@ class ModelServer:
         small = True
         try:
             decoded = await asyncio.get_running_loop().run_in_executor(self.codec, self.decode, name, current, body)
-            first = next(iter(decoded[2].values()), None)
-            rows = len(first) if first is not None and np.ndim(first) >= 1 else 0  # scalars (`generate`): no rows
-            if rows > 1 and 4 * rows > self.options.max_batch_size:  # bulk work after all (many short rows)
+            if self.bulk_rows(decoded[2]):  # bulk work after all (many short rows): it must not slow itself
                 self.small_in_flight, small = self.small_in_flight - 1, False
             return await self.answer(model, current, decoded, self.codec)
         finally:
             if small:
                 self.small_in_flight -= 1
+
+    def bulk_rows(self, inputs: dict) -> bool:
+        """Whether decoded `inputs` are bulk work as the micro-batcher's lanes count it (scalars, such as
+        `generate`'s count and prefix, have no rows: never)."""
+        first = next(iter(inputs.values()), None)
+        if first is None or np.ndim(first) < 1:
+            return False
+        return is_bulk(len(first), int(text_bytes(inputs).sum()), self.options.max_batch_size,
+                       self.options.max_batch_bytes)
 
     async def yield_to_small(self, seconds: float) -> None:
         """After `seconds` of bulk work: wait BULK_PAUSE times as long if small requests are in flight."""

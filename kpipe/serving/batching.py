@@ -46,6 +46,12 @@ def text_bytes(inputs: Arrays) -> np.ndarray:
     return sizes
 
 
+def is_bulk(rows: int, size: int, max_batch_size: int, max_batch_bytes: int = 0) -> bool:
+    """Whether a request of `rows` rows and `size` bytes of text is bulk work: more than one row filling a quarter
+    of a call's rows, or a quarter of a call's text (`max_batch_bytes` 0: no limit on text)."""
+    return (rows > 1 and 4 * rows > max_batch_size) or 4 * size > (max_batch_bytes or np.iinfo(np.int64).max)
+
+
 class _Lane:
     """A queue of waiting requests and the worker task that turns it into calls, `concurrency` at a time."""
 
@@ -89,7 +95,7 @@ class MicroBatcher:
         bounds = self._chunks(sizes)
         if len(bounds) == 1:
             rows, size = len(sizes), int(sizes.sum())
-            bulk = (rows > 1 and 4 * rows > self.max_batch_size) or 4 * size > self.max_batch_bytes
+            bulk = is_bulk(rows, size, self.max_batch_size, self.max_batch_bytes)
             return await self._one_call(inputs, rows, size, "bulk" if bulk else "small")
         answers = []  # one chunk at a time: requests that arrive meanwhile are served between the chunks
         for start, end in bounds:

@@ -90,3 +90,16 @@ def test_the_batcher_paces_bulk_calls_and_never_small_ones():
     small, bulk = asyncio.run(scenario())
     np.testing.assert_array_equal(bulk["y"], np.arange(20) * 2)
     assert len(paused) == 3 and all(seconds >= 0 for seconds in paused)
+
+
+def test_a_request_counts_as_bulk_as_the_batchers_lanes_count_it():
+    server = app.ModelServer(types.SimpleNamespace(models={}, get=lambda name: None),
+                             app.ServeOptions(max_batch_size=64, max_batch_bytes=1000))
+    try:
+        assert not server.bulk_rows({"text": np.array([b"short"] * 16, dtype=object)})
+        assert server.bulk_rows({"text": np.array([b"short"] * 17, dtype=object)})  # over a quarter of the rows
+        assert server.bulk_rows({"text": np.array([b"x" * 251], dtype=object)})  # over a quarter of the text
+        assert not server.bulk_rows({"count": np.array(5), "prefix": np.array(b"Ma", dtype=object)})  # scalars
+    finally:
+        for pool in (server.executor, server.codec, server.bulk_codec, server.loader):
+            pool.shutdown(wait=False)
