@@ -154,11 +154,11 @@ class Member:
     preprocess: WordIds | NgramCounts | WordPieceIds
     network: Network
     weight: float
-    fixed_length: int  # LiteRT's recurrent networks take ids padded to this length; 0: each text's own
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(self.preprocess, (WordIds, WordPieceIds)):  # ids, or a pretrained encoder's named inputs
-            inputs = (self.preprocess(texts, self.fixed_length or None),)
+            # LiteRT's recurrent networks take ids padded to their fixed length; the others each text's own
+            inputs = (self.preprocess(texts, self.network.fixed_length or None),)
         else:
             inputs = self.preprocess.sparse(texts)
         output = np.asarray(self.network(*inputs), np.float32)
@@ -179,7 +179,7 @@ def member(folder: Path, spec: dict, fmt: str) -> Member:
                                  weighting=spec["weighting"])
     network = Network(folder / spec["network"], fmt, xnnpack_resizes=spec["kind"] != "ngram_counts",
                       threads=min(4, os.cpu_count() or 1) if spec["kind"] == "wordpiece" else None)
-    return Member(preprocess, network, float(spec.get("weight", 1.0)), network.fixed_length)
+    return Member(preprocess, network, float(spec.get("weight", 1.0)))
 
 
 class PortableExport:

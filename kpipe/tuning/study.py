@@ -248,7 +248,8 @@ def trial_exports(folder: str | Path) -> list[tuple[int, Path]]:
 def make_sampler(options: TuneOptions, dimensions: list[Dimension]):
     """The sampler of `options`, seeded per trial from `--seed` and the trial's number: reproducible, and
     processes sharing a study (each with the same `--seed`) never draw the same values because of it, as they
-    did when every process's sampler was seeded with `--seed` alone."""
+    did when every process's sampler was seeded with `--seed` alone. A grid is one sampler for the study (see
+    below)."""
     import optuna
 
     if options.sampler == "grid":
