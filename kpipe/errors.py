@@ -4,6 +4,15 @@ The CLI prints these as one line on stderr and exits with code 2, without a trac
 Every message names the problem and, where there is one, the fix.
 """
 
+import difflib
+from typing import Iterable
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """Return ` (did you mean 'x'?)` for the closest choice, or '' (the end of a message naming a mistake)."""
+    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{match[0]}'?)" if match else ""
+
 
 class KpipeError(Exception):
     """Base class for user-facing errors (bad config, bad data, missing model)."""

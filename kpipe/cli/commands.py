@@ -182,7 +182,8 @@ def cmd_export(args) -> int:
         "network_files"])
     task = plan.manifest.get("task")
     tries = {"classify": f'kpipe predict {target} "your text here"', "forecast": f"kpipe forecast {target} --input "
-             "recent.csv", "word2vec": f"kpipe serve {target} (its embed signature: words -> vectors)"}
+             "recent.csv", "word2vec": f"kpipe serve {target} (its embed signature: words -> vectors)",
+             "generate": f"kpipe generate {target} --count 5"}
     print(f"Exported {plan.source} as {args.format} (quantization {args.quantize}, network {size / 1024:.0f} KiB) "
           f"to {target}\nIt runs without TensorFlow: {tries.get(task, f'kpipe serve {target}')}")
     return 0

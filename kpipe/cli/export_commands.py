@@ -246,7 +246,7 @@ def cmd_forecast(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    model_dir = export_of(args, "generate", "kpipe generate")  # fails fast, before TensorFlow loads
+    model_dir = Path(args.model) if is_portable(args.model) else export_of(args, "generate", "kpipe generate")
     from kpipe.tasks.generate.predict import generate_names
 
     names = generate_names(model_dir, prefix=args.prefix, count=args.count, temperature=args.temperature,

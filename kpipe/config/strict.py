@@ -10,24 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import difflib
 import tomllib
 import types
 import typing
 from pathlib import Path
 from typing import Any, Mapping
 
-from kpipe.errors import ConfigError
+from kpipe.errors import ConfigError, did_you_mean
 
 # Field metadata flag: the value is filled in by the pipeline from the data (e.g. the number of
 # classes), so a config file must not set it.
 DERIVED = {"derived": True}
-
-
-def did_you_mean(name: str, choices: typing.Iterable[str]) -> str:
-    """Return ` (did you mean 'x'?)` for the closest choice, or ''."""
-    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{match[0]}'?)" if match else ""
 
 
 def check_choice(field: str, value: Any, choices: typing.Iterable[Any]) -> None:

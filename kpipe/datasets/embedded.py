@@ -12,8 +12,7 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kpipe.config.strict import did_you_mean
-from kpipe.errors import DataError, MissingDependencyError
+from kpipe.errors import DataError, MissingDependencyError, did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where used: it takes half a second, and parsing a config needs none

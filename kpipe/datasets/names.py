@@ -19,12 +19,12 @@ import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kpipe.config.strict import check_range, check_split_fractions, did_you_mean
+from kpipe.config.strict import check_range, check_split_fractions
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
 from kpipe.datasets.splits import split_by_first_item
-from kpipe.errors import DataError
+from kpipe.errors import DataError, did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd

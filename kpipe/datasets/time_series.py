@@ -17,11 +17,11 @@ from typing import ClassVar, TYPE_CHECKING
 
 import numpy as np
 
-from kpipe.config.strict import check_choice, check_split_fractions, did_you_mean
+from kpipe.config.strict import check_choice, check_split_fractions
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
-from kpipe.errors import DataError
+from kpipe.errors import DataError, did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where used: it takes half a second, and parsing a config needs none

@@ -1,6 +1,7 @@
-"""`kpipe export`: a classifier export rewritten to run without TensorFlow, as ONNX or LiteRT.
+"""`kpipe export`: a classifier, forecaster, word2vec or name-generator export rewritten to run without TensorFlow,
+as ONNX or LiteRT.
 
-The network takes numbers (token ids, or sparse n-gram features) and becomes `model.onnx` (Keras' ONNX export,
+The network takes numbers (token ids, sparse n-gram features, windows; a generator's characters so far) and becomes `model.onnx` (Keras' ONNX export,
 dynamic batch and length; recurrent classifiers as ONNX's fused LSTM/GRU operators, `onnx_recurrent`) or
 `model.tflite` (LiteRT builtin ops only, so the standalone `ai-edge-litert` runs it: one text per call, resized
 to its length, except recurrent networks: ids padded to the full sequence length, because a masked recurrent loop
@@ -30,6 +31,7 @@ from kpipe.errors import KpipeError
 from kpipe.exports import manifest
 from kpipe.exports.onnx_recurrent import recurrent_onnx
 from kpipe.portable.runtime import PREPROCESSING_FILE
+from kpipe.portable.generator import GENERATOR_FILE
 from kpipe.exports.versions import tmp_name, fsync_dir, fsync_tree, resolve_model_dir
 
 log = logging.getLogger(__name__)
@@ -38,7 +40,8 @@ QUANTIZATIONS = {"onnx": ("none", "int8"), "litert": ("none", "float16", "int8")
 MODEL_FILES = {"onnx": "model.onnx", "litert": "model.tflite"}
 FAMILIES = {"classify": ("rnn_classifier", "bag_of_ngrams", "pretrained_classifier", "transformer_classifier",
                          "ensemble"),
-            "forecast": ("rnn_forecaster",), "word2vec": ("skipgram", "cbow")}
+            "forecast": ("rnn_forecaster",), "word2vec": ("skipgram", "cbow"),
+            "generate": ("char_rnn", "char_transformer")}
 
 
 def portable_name(version: str, fmt: str, quantize: str) -> str:
@@ -83,8 +86,8 @@ def plan_portable(model: str | Path, fmt: str, quantize: str = "none",
         raise KpipeError(f"{source} is a {found.get('task')} export of family {found.get('family')}; kpipe export "
                          "writes ONNX and LiteRT for classifiers of the families rnn_classifier, bag_of_ngrams, "
                          "transformer_classifier and pretrained_classifier (WordPiece encoders) and their ensembles, "
-                         "for rnn_forecaster, and word2vec's vectors (generators and translators are not exported "
-                         "yet: their decoding loops run in Python around the network)")
+                         "for rnn_forecaster, word2vec's vectors and the name generators (char_rnn, char_transformer); "
+                         "translators are not exported yet (their beam search steps a decoder with caches)")
     config = tomllib.loads((source / "config.toml").read_text(encoding="utf-8"))
     if config.get("data", {}).get("text_pair_column", ""):
         raise KpipeError(f"{source} classifies pairs of texts; kpipe export handles single texts only")
@@ -104,7 +107,7 @@ def write_portable(plan: PortablePlan) -> Path:
     try:
         for member in members:
             write_network(source / member["keras"], tmp / member["network"], fmt, quantize, member)
-            for name in (member.get("vocabulary"), member.get("idf"), member.get("wordpiece")):
+            for name in (member.get("vocabulary"), member.get("idf"), member.get("wordpiece"), member.get("generator")):
                 if name:
                     shutil.copy2(source / name, tmp / name)
         for name in ("labels.txt", "multi_label.json", "features.json"):
@@ -131,6 +134,9 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
     `kpipe.portable.text` turns raw strings into its inputs (or, for a forecaster, where its scaling is). An
     ensemble lists its members with their weights (chosen on validation, from the export's metrics.json)."""
     pre, model = config["preprocessing"], config["model"]
+    if config.get("task") == "generate":  # the trained model: START, the prefix and the sampled characters -> logits
+        return {"kind": "chars", "generator": GENERATOR_FILE, "keras": "model.keras", "network": MODEL_FILES[fmt],
+                "sequence_length": pre["max_length"] + 1}
     if config.get("task") == "word2vec":  # words looked up in the vocabulary, the vectors' rows gathered
         return {"kind": "word_lookup", "words": "words.txt", "keras": "model.keras", "network": MODEL_FILES[fmt]}
     if model["family"] == "rnn_forecaster":  # raw windows: scaled, forecast and unscaled by the runtime
@@ -342,6 +348,10 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
             function = tf.function(lambda inputs: model(inputs, training=False), input_signature=[signature])
         else:  # kpipe's transformer: token ids alone
             function = tf.function(lambda ids: model(ids, training=False), input_signature=[signature["token_ids"]])
+    elif spec["kind"] == "chars":  # a generator: one name per call, padded (a masked recurrent loop converts only so)
+        function = tf.function(lambda chars, category: model([chars, category], training=False), input_signature=[
+            tf.TensorSpec([1, spec["sequence_length"]], tf.int32, name="chars"),
+            tf.TensorSpec([1], tf.int32, name="category")])
     elif spec["kind"] == "word_lookup":  # one word per call
         function = tf.function(lambda ids: model(ids, training=False),
                                input_signature=[tf.TensorSpec([1], tf.int32)])

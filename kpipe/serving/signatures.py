@@ -139,6 +139,8 @@ def portable_signatures(export) -> dict[str, Signature]:
                           {"words": TensorInfo("words", STRING, (None,))},
                           {"vectors": TensorInfo("vectors", np.dtype(np.float32), (None, export.dim))})
         return {"serving_default": embed, "embed": embed}
+    if export.task == "generate":
+        return {"serving_default": (generate := _portable_generate(export)), "generate": generate}
     labels = len(export.label_names)  # (`kpipe export` writes no pair classifiers)
 
     def classify(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -154,6 +156,28 @@ def portable_signatures(export) -> dict[str, Signature]:
     serve = Signature("serve", _rejecting(classify), {"text": TensorInfo("text", STRING, (None,))},
                       {o.name: o for o in sorted(outputs, key=lambda o: o.name)})
     return {"serving_default": serve, "serve": serve}
+
+
+def _portable_generate(export) -> Signature:
+    """A name generator's `generate`: scalars in (as the SavedModel's signature takes them), `count` names out;
+    a refused argument (an unknown category, ...) is a 400 naming it."""
+    from kpipe.errors import KpipeError
+
+    def text(value) -> str:
+        return value.item().decode("utf-8", "replace") if isinstance(value.item(), bytes) else str(value.item())
+
+    def generate(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        try:
+            names = export.generate(text(inputs["prefix"]), int(inputs["count"]), float(inputs["temperature"]),
+                                    text(inputs["category"]), int(inputs["top_k"]), int(inputs["seed"]))
+        except KpipeError as refused:
+            raise InputRejected(str(refused)) from None
+        return {"names": np.array([n.encode("utf-8") for n in names], dtype=object)}
+
+    scalars = {"prefix": STRING, "count": np.dtype(np.int32), "temperature": np.dtype(np.float32),
+               "category": STRING, "top_k": np.dtype(np.int32), "seed": np.dtype(np.int32)}
+    return Signature("generate", _rejecting(generate), {n: TensorInfo(n, d, ()) for n, d in sorted(scalars.items())},
+                     {"names": TensorInfo("names", STRING, (None,))})
 
 
 def _rejecting(call: Callable) -> Callable:

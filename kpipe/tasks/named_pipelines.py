@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Iterable
 
 from kpipe.config.pipeline import PipelineConfig
-from kpipe.config.strict import apply_overrides, did_you_mean, read_toml
+from kpipe.config.strict import apply_overrides, read_toml
 from kpipe.dependencies import require_tensorflow_text
-from kpipe.errors import ConfigError
+from kpipe.errors import ConfigError, did_you_mean
 from kpipe.tasks.registry import parse_pipeline_config
 
 log = logging.getLogger(__name__)

@@ -12,14 +12,14 @@ import logging
 from typing import Any, Callable, Mapping
 
 from kpipe.config.pipeline import NAME_PATTERN, EvaluationConfig, ExportConfig, PipelineConfig, RunResult
-from kpipe.config.strict import did_you_mean, from_dict
+from kpipe.config.strict import from_dict
 from kpipe.config.training import EARLY_STOPPING_MONITORS, TrainingConfig
 from kpipe.datasets.corpus import CorpusDataConfig
 from kpipe.datasets.names import NamesDataConfig
 from kpipe.datasets.pairs import PairsDataConfig
 from kpipe.datasets.text_classification import TextClassificationDataConfig
 from kpipe.datasets.time_series import TimeSeriesDataConfig
-from kpipe.errors import ConfigError
+from kpipe.errors import ConfigError, did_you_mean
 from kpipe.families.bag_of_ngrams.config import BagOfNgramsConfig
 from kpipe.families.char_rnn.config import CharGeneratorConfig
 from kpipe.families.char_transformer.config import CharTransformerConfig

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Sequence
 import numpy as np
 from kpipe.vectors import cache
-from kpipe.config.strict import did_you_mean
 from kpipe.datasets.embedded import package_dir
-from kpipe.errors import DataError, KpipeError
+from kpipe.errors import DataError, KpipeError, did_you_mean
 
 
 log = logging.getLogger(__name__)

@@ -1,12 +1,17 @@
-"""names-char on a slice of the real names: report, plain-TF generate signature, CLI and its mistakes."""
+"""names-char on a slice of the real names: report, plain-TF generate signature, CLI and its mistakes; names-transformer;
+both exported as ONNX and LiteRT and sampled without TensorFlow."""
 
 import json
+import shutil
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe, kpipe_in_process, served_in_thread
+from tests.helpers import kpipe, kpipe_in_process, served, served_in_thread, without_modules
 
 pytestmark = pytest.mark.slow
 
@@ -90,14 +95,21 @@ def test_served_over_tf_serving_rest_in_the_columnar_format(exported):
                                                           "[count must be > 0"), body
 
 
-def test_names_transformer_runs_end_to_end_and_generates(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def transformer_exported(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("names-transformer")
+    code, _ = kpipe_in_process("run", "names-transformer", "--set", "training.epochs=1", "--set", "data.limit=800",
+                               "--set", "model.hidden_dim=16", "--set", "model.intermediate_dim=32",
+                               "--set", "model.attention=linear", "--set", 'data.categories=["italy", "japan"]',
+                               cwd=folder)
+    assert code == 0
+    return folder, folder / "saved_models" / "names-transformer" / "1"
+
+
+def test_names_transformer_runs_end_to_end_and_generates(transformer_exported):
     """The causal transformer through the same pipeline: report beside the bigram, export with the same
     `generate` signature, a prefix kept and names that end."""
-    monkeypatch.chdir(tmp_path)  # in-process: the fixture runs the real command
-    assert main(["run", "names-transformer", "--set", "training.epochs=1", "--set", "data.limit=800",
-                 "--set", "model.hidden_dim=16", "--set", "model.intermediate_dim=32",
-                 "--set", "model.attention=linear", "--set", 'data.categories=["italy", "japan"]']) == 0
-    export = tmp_path / "saved_models" / "names-transformer" / "1"
+    _, export = transformer_exported
     metrics = json.loads((export / "metrics.json").read_text())
     import tomllib
 
@@ -109,3 +121,71 @@ def test_names_transformer_runs_end_to_end_and_generates(tmp_path, monkeypatch):
                           category=tf.constant("japan"), top_k=tf.constant(0), seed=tf.constant(2))
     names = [n.decode("utf-8") for n in out["names"].numpy()]
     assert len(names) == 6 and all(n.startswith("Ma") and len(n) <= 20 for n in names)
+
+
+# === Portable exports (ONNX, LiteRT): the network in its runtime, the sampling in NumPy ===
+
+def greedy_names(loaded, prefix: str, category: str) -> list[str]:
+    """The SavedModel's names when every step takes the likeliest character (top_k=1: no randomness)."""
+    out = loaded.generate(prefix=tf.constant(prefix), count=tf.constant(2), temperature=tf.constant(1.0),
+                          category=tf.constant(category), top_k=tf.constant(1), seed=tf.constant(0))
+    return [n.decode("utf-8") for n in out["names"].numpy()]
+
+
+@pytest.mark.parametrize("family", ["char_rnn", "char_transformer"])
+def test_portable_generators_give_the_savedmodels_logits_and_greedy_names(family, exported, transformer_exported):
+    """Float networks: the Keras model's logits within 1e-4 on padded buffers; both formats (and an int8 one) pick
+    the SavedModel's likeliest character at every step, so greedy names are the same."""
+    from kpipe.exports.open import load_keras_model_file
+    from kpipe.exports.portable import export_portable
+    from kpipe.portable.generator import PortableGenerator
+
+    _, source = exported if family == "char_rnn" else transformer_exported
+    loaded, keras_model = tf.saved_model.load(str(source)), load_keras_model_file(source)
+    categories = json.loads((source / "generator.json").read_text())["categories"]
+    buffer = np.zeros((3, 21), np.int32)
+    buffer[:, 0], buffer[0, 1:6], buffer[1, 1:3] = 1, [4, 5, 6, 7, 8], [9, 4]  # START, then characters; row 2 empty
+    category_ids = np.array([0, 1, 0], np.int32)
+    expected_logits = np.asarray(keras_model([buffer, category_ids]))
+    for fmt, quantize in (("onnx", "none"), ("litert", "none"),
+                          ("litert" if family == "char_rnn" else "onnx", "int8")):
+        generator = PortableGenerator.open(export_portable(source, fmt, quantize))
+        if quantize == "none":
+            np.testing.assert_allclose(generator.network({"chars": buffer, "category": category_ids}),
+                                       expected_logits, atol=1e-4, err_msg=fmt)
+        for prefix, category in (("", categories[0]), ("Ma", categories[1]), ("K", "")):
+            expected = greedy_names(loaded, prefix, category)
+            assert generator.generate(prefix, 2, 1.0, category, top_k=1, seed=0) == expected, (fmt, quantize)
+        sampled = generator.generate("Ma", 20, 1.0, categories[0], seed=3)
+        assert len(sampled) == 20 and all(n.startswith("Ma") and len(n) <= 20 for n in sampled)
+        assert sampled == generator.generate("Ma", 20, 1.0, categories[0], seed=3)  # same seed, same names
+
+
+def test_kpipe_generate_and_serve_a_portable_generator_without_tensorflow(exported, tmp_path):
+    """`kpipe export` then `kpipe generate` in a process where TensorFlow cannot be imported; `kpipe serve` gives
+    the SavedModel's `generate` signature and refuses a bad argument with a 400 naming it."""
+    from kpipe.serving.repository import load_version
+
+    folder, source = tmp_path, tmp_path / "saved_models" / "names-char" / "1"
+    shutil.copytree(exported[1], source)  # the version alone: the other tests export beside it
+    done = kpipe("export", "names-char", "--format", "onnx", cwd=folder)
+    assert done.returncode == 0 and "kpipe generate" in done.stdout, done.stderr[-2000:]
+    portable = source.parent / "1-onnx"
+    code = (without_modules("tensorflow", "keras", "tf_keras", "pandas") +
+            "from kpipe.cli.commands import main\n"
+            f"code = main(['generate', {str(portable)!r}, '--prefix', 'Ma', '--count', '2', '--top-k', '1', "
+            "'--category', 'italy', '--json'])\n"
+            "assert not any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules)\n"
+            "sys.exit(code)\n")
+    answered = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert answered.returncode == 0, answered.stderr[-2000:]
+    assert json.loads(answered.stdout) == greedy_names(tf.saved_model.load(str(source)), "Ma", "italy")
+    saved, exported_signature = (load_version(path).signatures["generate"] for path in (source, portable))
+    assert (exported_signature.inputs, exported_signature.outputs) == (saved.inputs, saved.outputs)
+    inputs = {"prefix": "Ma", "count": 3, "temperature": 0.8, "category": "italy", "top_k": 0, "seed": 1}
+    with served(f"names={portable}", cwd=folder, blocked=("tensorflow", "keras", "tf_keras")) as server:
+        status, body = server.post("/v1/models/names:predict", {"inputs": inputs})
+        assert status == 200 and len(body["outputs"]) == 3 and all(n.startswith("Ma") for n in body["outputs"]), body
+        status, body = server.post("/v1/models/names:predict", {"inputs": {**inputs, "category": "itly"}})
+        assert status == 400 and "unknown category 'itly' (did you mean 'italy'?)" in body["error"], body
+    assert not any("Traceback" in line for line in server.lines), "".join(server.lines)[-3000:]

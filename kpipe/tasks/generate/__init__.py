@@ -1,4 +1,2 @@
 """Character-level name generation: `run.py` trains, `serving.py` is the export's `generate` signature, `predict.py`
 samples from an export (no training code)."""
-
-GENERATOR_FILE = "generator.json"  # characters, categories and settings beside the SavedModel

@@ -1,4 +1,4 @@
-"""Generating names with an exported model. Imports no training code.
+"""Generating names with an exported model. Imports no training code (and no TensorFlow for a portable export).
 """
 
 from __future__ import annotations
@@ -7,47 +7,30 @@ import json
 from pathlib import Path
 
 import numpy as np
-import tensorflow as tf
 
-from kpipe.config.strict import did_you_mean
-from kpipe.errors import KpipeError
 from kpipe.exports.open import open_export
-from kpipe.tasks.generate import GENERATOR_FILE
+from kpipe.portable.generator import GENERATOR_FILE, PortableGenerator, check_generate_arguments
+from kpipe.portable.runtime import is_portable
 
 
 def generate_names(model: str | Path, *, prefix: str = "", count: int = 10, temperature: float = 1.0,
                    category: str = "", top_k: int = 0, seed: int | None = None,
                    export_dir: str | Path = "saved_models") -> list[str]:
-    """Sample names from an exported generator, checking the arguments first.
+    """Sample names from an exported generator (a SavedModel, or its ONNX or LiteRT export), checking the
+    arguments first (`check_generate_arguments` says what it refuses)."""
+    if is_portable(model):  # an ONNX or LiteRT export: sampled in NumPy, without TensorFlow
+        return PortableGenerator.open(model).generate(prefix, count, temperature, category, top_k, seed)
+    path = open_export(model, task="generate", command="kpipe generate", export_dir=export_dir, load="nothing").path
+    spec = json.loads((path / GENERATOR_FILE).read_text(encoding="utf-8"))
+    check_generate_arguments(spec, prefix=prefix, count=count, temperature=temperature, category=category,
+                             top_k=top_k)  # before the SavedModel loads
+    import tensorflow as tf
 
-    Raises:
-        KpipeError: count or temperature not positive, negative top_k, an unknown category (lists the
-            known ones), or prefix characters the model never saw (names them).
-    """
-    if count <= 0:
-        raise KpipeError(f"count must be > 0. Received: count={count}")
-    if not temperature > 0:
-        raise KpipeError(f"temperature must be > 0. Received: temperature={temperature}")
-    if top_k < 0:
-        raise KpipeError(f"top_k must be >= 0 (0 = no top-k). Received: top_k={top_k}")
-    opened = open_export(model, task="generate", command="kpipe generate", export_dir=export_dir)
-    path = opened.path
-    spec_file = path / GENERATOR_FILE
-    spec = json.loads(spec_file.read_text(encoding="utf-8"))
-    categories = spec["categories"]
-    if category and category not in categories:
-        known = ", ".join(categories) if categories else "none (this model has no categories)"
-        raise KpipeError(f"unknown category '{category}'{did_you_mean(category, categories)}; known: {known}")
-    text = prefix.lower() if spec["lowercase"] else prefix
-    unknown = sorted({ch for ch in text if ch not in set(spec["characters"])})
-    if unknown:
-        raise KpipeError(f"the prefix {prefix!r} has character(s) this model never saw: "
-                         f"{', '.join(repr(ch) for ch in unknown)}")
-    if len(text) >= spec["max_length"]:
-        raise KpipeError(f"the prefix is {len(text)} characters; this model generates names up to "
-                         f"{spec['max_length']}")
-    out = opened.loaded.generate(prefix=tf.constant(prefix), count=tf.constant(count, tf.int32),
+    from kpipe.exports.saved_model import load_saved_model
+
+    seed = np.random.randint(2 ** 31 - 1) if seed is None else seed
+    loaded = load_saved_model(path)  # kept while it runs: its variables live as long as it does
+    out = loaded.generate(prefix=tf.constant(prefix), count=tf.constant(count, tf.int32),
                           temperature=tf.constant(temperature, tf.float32), category=tf.constant(category),
-                          top_k=tf.constant(top_k, tf.int32),
-                          seed=tf.constant(np.random.randint(2 ** 31 - 1) if seed is None else seed, tf.int32))
+                          top_k=tf.constant(top_k, tf.int32), seed=tf.constant(seed, tf.int32))
     return [n.decode("utf-8") for n in out["names"].numpy()]

@@ -17,7 +17,7 @@ from kpipe.families.char_transformer.config import CharTransformerConfig
 from kpipe.families.char_transformer.model import CharTransformerSampler
 from kpipe.preprocessing.configs import NamesPreprocessingConfig
 from kpipe.preprocessing.names import CharVocabulary
-from kpipe.tasks.generate import GENERATOR_FILE
+from kpipe.portable.generator import GENERATOR_FILE
 
 SAMPLERS = {"char_rnn": CharSampler, "char_transformer": CharTransformerSampler}  # model family -> in-graph sampler
 

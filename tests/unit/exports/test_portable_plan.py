@@ -14,13 +14,13 @@ def version_folder(tmp_path, **manifest):
 
 
 def test_a_family_that_does_not_export_is_named_with_those_that_do(tmp_path, capsys):
-    folder = version_folder(tmp_path, task="generate", family="char_rnn")
+    folder = version_folder(tmp_path, task="translate", family="seq2seq_attention")
     assert main(["export", str(folder), "--format", "onnx"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"kpipe: error: {folder} is a generate export of family char_rnn; kpipe export writes ONNX "
+    assert err.startswith(f"kpipe: error: {folder} is a translate export of family seq2seq_attention; kpipe export writes ONNX "
                           "and LiteRT for classifiers of the families rnn_classifier, bag_of_ngrams, "
                           "transformer_classifier and pretrained_classifier") and err.count("\n") == 1
-    assert "generators and translators are not exported yet: their decoding loops run in Python" in err
+    assert "the name generators (char_rnn, char_transformer); translators are not exported yet" in err
     assert sorted(p.name for p in folder.parent.iterdir()) == ["1"]  # nothing written
 
 
