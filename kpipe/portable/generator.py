@@ -88,7 +88,7 @@ class PortableGenerator(PortableExport):
                  top_k: int = 0, seed: int | None = None) -> list[str]:
         text = check_generate_arguments(self.spec, prefix=prefix, count=count, temperature=temperature,
                                         category=category, top_k=top_k)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(None if seed is None else seed % 2 ** 32)  # any int32, as the SavedModel takes
         categories = self.spec["categories"]
         category_id = categories.index(category) if category in categories else 0
         buffer = np.zeros((count, self.length), np.int32)
