@@ -1,12 +1,13 @@
 """`kpipe export`: a classifier, forecaster, word2vec or name-generator export rewritten to run without TensorFlow,
 as ONNX or LiteRT.
 
-The network takes numbers (token ids, sparse n-gram features, windows; a generator's characters so far) and becomes `model.onnx` (Keras' ONNX export,
-dynamic batch and length; recurrent classifiers as ONNX's fused LSTM/GRU operators, `onnx_recurrent`) or
-`model.tflite` (LiteRT builtin ops only, so the standalone `ai-edge-litert` runs it: one text per call, resized
-to its length, except recurrent networks: ids padded to the full sequence length, because a masked recurrent loop
-converts only with static shapes). The text preprocessing it needs is written beside it as data (`preprocessing.json`, the
-vocabulary, the n-gram idf) for `kpipe.portable.text`. Quantization: "int8" stores int8 weights (per channel for
+The network takes numbers (token ids, sparse n-gram features, windows; a generator's characters) and becomes
+`model.onnx` (Keras' ONNX export, dynamic batch and length; recurrent classifiers as ONNX's fused LSTM/GRU
+operators, `onnx_recurrent`) or `model.tflite` (LiteRT builtin ops only, so the standalone `ai-edge-litert` runs
+it: one text per call, resized to its length, except recurrent networks: ids padded to the full sequence length,
+because a masked recurrent loop converts only with static shapes; an RNN generator's one-step network takes any
+batch). The text preprocessing it needs is written beside it as data (`preprocessing.json`, the vocabulary, the
+n-gram idf) for `kpipe.portable.text`. Quantization: "int8" stores int8 weights (per channel for
 ONNX; no calibration set needed; see `quantize_onnx` for which activations onnxruntime quantizes too), "float16"
 halves the weights (LiteRT only).
 
@@ -102,6 +103,7 @@ def write_portable(plan: PortablePlan) -> Path:
     source, target, fmt, quantize, spec, found = (plan.source, plan.target, plan.fmt, plan.quantize, plan.spec,
                                                   plan.manifest)
     members = spec["members"] if spec["kind"] == "ensemble" else [spec]
+    network_files = [name for m in members for name in (m["network"], m.get("start")) if name]
     tmp = source.parent / tmp_name()
     tmp.mkdir()
     try:
@@ -116,7 +118,7 @@ def write_portable(plan: PortablePlan) -> Path:
         (tmp / PREPROCESSING_FILE).write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
         (tmp / manifest.MANIFEST_FILE).write_text(json.dumps(
             {**found, "format": fmt, "quantization": quantize, "source_version": source.name,
-             "network_files": [m["network"] for m in members], "portable_kpipe_version": manifest.kpipe_version()},
+             "network_files": network_files, "portable_kpipe_version": manifest.kpipe_version()},
             indent=2, sort_keys=True) + "\n", encoding="utf-8")
         fsync_tree(tmp)
         tmp.rename(target)
@@ -124,7 +126,7 @@ def write_portable(plan: PortablePlan) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    size = sum((target / m["network"]).stat().st_size for m in members)
+    size = sum((target / name).stat().st_size for name in network_files)
     log.info("Wrote %s (%s, quantization %s, %.1f KiB of network)", target, fmt, quantize, size / 1024)
     return target
 
@@ -134,9 +136,13 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
     `kpipe.portable.text` turns raw strings into its inputs (or, for a forecaster, where its scaling is). An
     ensemble lists its members with their weights (chosen on validation, from the export's metrics.json)."""
     pre, model = config["preprocessing"], config["model"]
-    if config.get("task") == "generate":  # the trained model: START, the prefix and the sampled characters -> logits
-        return {"kind": "chars", "generator": GENERATOR_FILE, "keras": "model.keras", "network": MODEL_FILES[fmt],
-                "sequence_length": pre["max_length"] + 1}
+    if config.get("task") == "generate":
+        common = {"generator": GENERATOR_FILE, "keras": "model.keras", "network": MODEL_FILES[fmt],
+                  "sequence_length": pre["max_length"] + 1}
+        if model["family"] == "char_rnn":  # one step of the cells per call (kpipe.families.char_rnn.step_network)
+            start = f"start_{MODEL_FILES[fmt]}" if model.get("conditioning") == "initial_state" else ""
+            return {"kind": "char_steps", **common, "start": start}
+        return {"kind": "chars", **common}  # the transformer: START, the prefix and the characters so far -> logits
     if config.get("task") == "word2vec":  # words looked up in the vocabulary, the vectors' rows gathered
         return {"kind": "word_lookup", "words": "words.txt", "keras": "model.keras", "network": MODEL_FILES[fmt]}
     if model["family"] == "rnn_forecaster":  # raw windows: scaled, forecast and unscaled by the runtime
@@ -317,12 +323,25 @@ def _quiet(logger: str):
 
 
 def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: dict) -> None:
+    if spec["kind"] == "char_steps":
+        from kpipe.families.char_rnn.step_network import start_network, step_network
+
+        trained = network(keras_file)
+        if spec["start"]:
+            write_keras_network(start_network(trained), path.parent / spec["start"], fmt, quantize, spec)
+        write_keras_network(step_network(trained), path, fmt, quantize, spec)
+        return
     if spec["kind"] == "word_lookup":
         (path.parent / spec["words"]).write_text(  # the vectors' words in row order, from metadata.tsv
             "".join(line.split("\t")[0] + "\n" for line in
                     (keras_file.parent / "metadata.tsv").read_text(encoding="utf-8").splitlines()[1:]),
             encoding="utf-8")
     model = word_vectors_network(keras_file) if spec["kind"] == "word_lookup" else network(keras_file)
+    write_keras_network(model, path, fmt, quantize, spec)
+
+
+def write_keras_network(model, path: Path, fmt: str, quantize: str, spec: dict) -> None:
+    """`model` written to `path` as `fmt`, quantized as `quantize`, its inputs as `spec`'s kind needs them."""
     if fmt == "onnx":
         fused = recurrent_onnx(model) if spec["kind"] == "word_ids" else None
         if fused is not None:  # ONNX's own LSTM/GRU operators: one kernel per layer instead of a Loop
@@ -352,6 +371,15 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
         function = tf.function(lambda chars, category: model([chars, category], training=False), input_signature=[
             tf.TensorSpec([1, spec["sequence_length"]], tf.int32, name="chars"),
             tf.TensorSpec([1], tf.int32, name="category")])
+    elif spec["kind"] == "char_steps":  # a generator's step or start: any batch, outputs in the model's order
+        named = model.input if isinstance(model.input, dict) else {"category": model.input}
+        signature = [tf.TensorSpec([None, *tensor.shape[1:]], tf.as_dtype(str(tensor.dtype)), name=name)
+                     for name, tensor in named.items()]
+
+        def listed(*tensors):
+            found = model(dict(zip(named, tensors)) if len(named) > 1 else tensors[0], training=False)
+            return tuple(found) if isinstance(found, (list, tuple)) else (found,)
+        function = tf.function(listed, input_signature=signature)
     elif spec["kind"] == "word_lookup":  # one word per call
         function = tf.function(lambda ids: model(ids, training=False),
                                input_signature=[tf.TensorSpec([1], tf.int32)])

@@ -1,10 +1,12 @@
 """Sampling names with a portable generator export (`kpipe export names-char --format onnx`), without TensorFlow.
 
-The exported network is the trained model itself: (chars (batch, length) int32, category (batch,) int32) ->
-next-character logits at every position. The sampling loop runs here in NumPy, as the SavedModel's in-graph
-samplers do (`kpipe.families.char_rnn.model.sample_next`): each step feeds START, the prefix and what was sampled
-so far, reads the logits at the last filled position (the models are causal: later positions cannot change
-them), and draws among the `top_k` likeliest characters at `temperature`, never padding, START or UNKNOWN.
+The sampling loop runs here in NumPy, as the SavedModel's in-graph samplers do
+(`kpipe.families.char_rnn.model.sample_next`), around the exported network: a char_rnn's one-step network
+(`kpipe.families.char_rnn.step_network`: a character and the cells' states in, the next character's logits and
+the new states out, and the initial states from the category) or a char_transformer's trained model, run on START,
+the prefix and what was sampled so far at every step (causal: the logits at the last filled position are the
+next character's). Each step draws among the `top_k` likeliest characters at `temperature`, never padding, START
+or UNKNOWN.
 Names end at END or at the export's maximum length. The draws come from NumPy's generator, so a seed gives the
 same names here every time, but not the SavedModel's names (TensorFlow's stateless sampler); with `top_k=1` both
 choose the likeliest character at every step and give the same names.
@@ -13,6 +15,7 @@ choose the likeliest character at every step and give the same names.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -80,7 +83,15 @@ class PortableGenerator(PortableExport):
         pre = json.loads((folder / PREPROCESSING_FILE).read_text(encoding="utf-8"))
         self.spec = json.loads((folder / GENERATOR_FILE).read_text(encoding="utf-8"))
         self.length = int(pre["sequence_length"])  # START and up to max_length characters
-        self.network = Network(folder / pre["network"], self.manifest["format"])
+        fmt = self.manifest["format"]
+        self.network = Network(folder / pre["network"], fmt)
+        self.stepped = pre["kind"] == "char_steps"  # one step of an RNN's cells per call, else the whole sequence
+        self.start = Network(folder / pre["start"], fmt) if pre.get("start") else None
+        if self.stepped:  # its states, as the step network declares them: state_<layer>_<h or c>, h first
+            found = {re.search(r"state_\d+_[hc]", name).group(0): name for name in self.network.declared_inputs()
+                     if re.search(r"state_\d+_[hc]", name)}
+            self.states = sorted(found, key=lambda n: (int(n.split("_")[1]), n[-1] != "h"))
+            self.sizes = [self._state_size(found[name]) for name in self.states]
         self.ids = {ch: CHARS.count + i for i, ch in enumerate(self.spec["characters"])}
         self.chars = np.array(["", "", "", "?", *self.spec["characters"]], dtype=object)
 
@@ -91,22 +102,77 @@ class PortableGenerator(PortableExport):
         rng = np.random.default_rng(None if seed is None else seed % 2 ** 32)  # any int32, as the SavedModel takes
         categories = self.spec["categories"]
         category_id = categories.index(category) if category in categories else 0
+        prefix_ids = [CHARS.start, *(self.ids[ch] for ch in text)]
+        sample = (self._sample_stepped if self.stepped else self._sample_whole)
+        sampled = sample(prefix_ids, count, category_id, lambda logits: sample_next(logits, temperature, top_k, rng))
+        return [self._name(text, row) for row in sampled]
+
+    def logits(self, chars: np.ndarray, category: np.ndarray) -> np.ndarray:
+        """Next-character logits at every position of `chars` (batch, length) for `category` (batch,), as the
+        trained model gives them (the stepped network run over the positions)."""
+        chars, category = np.asarray(chars, np.int32), np.asarray(category, np.int32)
+        if not self.stepped:
+            return np.asarray(self.network({"chars": chars, "category": category}))
+        states, found = self._start_states(category), []
+        for position in range(chars.shape[1]):
+            logits, states = self._step(chars[:, position], category, states)
+            found.append(logits)
+        return np.stack(found, axis=1)
+
+    def _sample_whole(self, prefix_ids: list[int], count: int, category_id: int, draw) -> np.ndarray:
+        """Each step runs the network on START, the prefix and the characters drawn so far (the transformer)."""
         buffer = np.zeros((count, self.length), np.int32)
-        buffer[:, 0] = CHARS.start
-        buffer[:, 1:1 + len(text)] = [self.ids[ch] for ch in text]
+        buffer[:, :len(prefix_ids)] = prefix_ids
         alive = np.ones(count, bool)
-        for position in range(len(text), self.spec["max_length"]):  # logits at `position` give character position+1
+        for position in range(len(prefix_ids) - 1, self.spec["max_length"]):  # logits at `position`: the next one
             rows = np.flatnonzero(alive)
-            # LiteRT's recurrent networks take the whole padded buffer; ONNX's any length (causal: a prefix will do)
+            # LiteRT's networks take the whole padded buffer; ONNX's any length (causal: a prefix will do)
             width = self.length if self.network.fmt == "litert" else position + 1
             logits = self.network({"chars": buffer[rows, :width],
                                    "category": np.full(len(rows), category_id, np.int32)})
-            ids = sample_next(np.asarray(logits)[:, position], temperature, top_k, rng)
+            ids = draw(np.asarray(logits)[:, position])
             buffer[rows, position + 1] = ids
             alive[rows[ids == CHARS.end]] = False
             if not alive.any():
                 break
-        return [self._name(text, row[len(text) + 1:]) for row in buffer]
+        return buffer[:, len(prefix_ids):]
+
+    def _sample_stepped(self, prefix_ids: list[int], count: int, category_id: int, draw) -> np.ndarray:
+        """START and the prefix fed once (the same for every name), then one step per drawn character, for the
+        names not ended yet."""
+        category = np.full(1, category_id, np.int32)
+        states = self._start_states(category)
+        for char in prefix_ids:
+            logits, states = self._step(np.full(1, char, np.int32), category, states)
+        logits, states = np.repeat(logits, count, axis=0), [np.repeat(s, count, axis=0) for s in states]
+        category = np.full(count, category_id, np.int32)
+        steps = self.spec["max_length"] - (len(prefix_ids) - 1)
+        sampled, rows = np.zeros((count, steps), np.int32), np.arange(count)
+        for t in range(steps):
+            ids = draw(logits)
+            sampled[rows, t] = ids
+            going = ids != CHARS.end
+            rows, ids, states = rows[going], ids[going], [s[going] for s in states]
+            if not len(rows) or t + 1 == steps:
+                break
+            logits, states = self._step(ids, category[rows], states)
+        return sampled
+
+    def _start_states(self, category: np.ndarray) -> list[np.ndarray]:
+        states = [np.zeros((len(category), size), np.float32) for size in self.sizes]
+        if self.start is not None:  # the first layer's states from the category (h, then c for an LSTM)
+            for i, value in enumerate(self.start.outputs({"category": category})):
+                states[i] = np.asarray(value, np.float32)
+        return states
+
+    def _step(self, chars: np.ndarray, category: np.ndarray, states: list[np.ndarray]):
+        found = self.network.outputs({"char": chars, "category": category, **dict(zip(self.states, states))})
+        return np.asarray(found[0]), [np.asarray(s, np.float32) for s in found[1:]]
+
+    def _state_size(self, name: str) -> int:
+        shapes = ({i.name: i.shape for i in self.network.session.get_inputs()} if self.network.fmt == "onnx" else
+                  {d["name"]: d["shape_signature"] for d in self.network.interpreter.get_input_details()})
+        return int(shapes[name][-1])
 
     def _name(self, text: str, sampled: np.ndarray) -> str:
         """The prefix and the sampled characters up to END, capitalized as the SavedModel does for a model

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -126,6 +127,30 @@ class Network:
                 self.interpreter.set_tensor(detail["index"], row.astype(detail["dtype"]))
         return self._each_row(len(next(iter(inputs.values()))), set_row)
 
+    def outputs(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Every output of a network of any batch size (a generator's step), in the order its model listed them,
+        for the inputs it declares (matched by name; the others are left out: a converter drops unused inputs)."""
+        if self.fmt == "onnx":
+            declared = [i.name for i in self.session.get_inputs()]
+            return self.session.run(None, {name: inputs[name] for name in declared})
+        details = self.interpreter.get_input_details()
+        if any(tuple(d["shape"]) != inputs[_declared(d["name"], inputs)].shape for d in details):
+            for detail in details:
+                self.interpreter.resize_tensor_input(detail["index"], inputs[_declared(detail["name"], inputs)].shape)
+            self.interpreter.allocate_tensors()
+        for detail in self.interpreter.get_input_details():
+            self.interpreter.set_tensor(detail["index"], inputs[_declared(detail["name"], inputs)])
+        self.interpreter.invoke()
+        # the converter names a function's outputs Identity, Identity_1, ... in their order
+        ordered = sorted(self.interpreter.get_output_details(),
+                         key=lambda d: int(re.search(r"_(\d+)$", d["name"]).group(1)) if re.search(r"_\d+$", d["name"])
+                         else 0)
+        return [self.interpreter.get_tensor(d["index"]).copy() for d in ordered]
+
+    def declared_inputs(self) -> list[str]:
+        return ([i.name for i in self.session.get_inputs()] if self.fmt == "onnx" else
+                [d["name"] for d in self.interpreter.get_input_details()])
+
     def _each_row(self, count: int, set_row) -> np.ndarray:
         """LiteRT answers one text per call (recurrent networks convert with static shapes only; the others are
         resized to each text's length)."""
@@ -139,6 +164,11 @@ class Network:
     def _inputs(self) -> list[dict]:
         """The input details in the order the exporter declared them (ids before values)."""
         return sorted(self.interpreter.get_input_details(), key=lambda d: _input_order(d["name"]))
+
+
+def _declared(name: str, inputs: dict) -> str:
+    """The key of `inputs` a LiteRT input named `name` takes (the converter may prefix the names)."""
+    return name if name in inputs else next(key for key in inputs if name.endswith(key) or f"_{key}:" in name)
 
 
 def _input_order(name: str) -> tuple:

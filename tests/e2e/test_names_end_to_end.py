@@ -134,8 +134,9 @@ def greedy_names(loaded, prefix: str, category: str) -> list[str]:
 
 @pytest.mark.parametrize("family", ["char_rnn", "char_transformer"])
 def test_portable_generators_give_the_savedmodels_logits_and_greedy_names(family, exported, transformer_exported):
-    """Float networks: the Keras model's logits within 1e-4 on padded buffers; both formats (and an int8 one) pick
-    the SavedModel's likeliest character at every step, so greedy names are the same."""
+    """Float networks (the LSTM's one-step network stepped over the positions): the Keras model's logits within
+    1e-4 on padded buffers; both formats (and an int8 one) pick the SavedModel's likeliest character at every
+    step, so greedy names are the same."""
     from kpipe.exports.open import load_keras_model_file
     from kpipe.exports.portable import export_portable
     from kpipe.portable.generator import PortableGenerator
@@ -151,8 +152,8 @@ def test_portable_generators_give_the_savedmodels_logits_and_greedy_names(family
                           ("litert" if family == "char_rnn" else "onnx", "int8")):
         generator = PortableGenerator.open(export_portable(source, fmt, quantize))
         if quantize == "none":
-            np.testing.assert_allclose(generator.network({"chars": buffer, "category": category_ids}),
-                                       expected_logits, atol=1e-4, err_msg=fmt)
+            np.testing.assert_allclose(generator.logits(buffer, category_ids), expected_logits, atol=1e-4,
+                                       err_msg=fmt)
         for prefix, category in (("", categories[0]), ("Ma", categories[1]), ("K", "")):
             expected = greedy_names(loaded, prefix, category)
             assert generator.generate(prefix, 2, 1.0, category, top_k=1, seed=0) == expected, (fmt, quantize)
