@@ -54,8 +54,8 @@ MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>[
 # TensorFlow's inter-op threads in a server: more than the cores and the calls that can run at once, so that
 # one long call never takes every thread (measured with benchmarks/serve_abuse.py's huge bodies).
 MODEL_THREADS = max(8, 2 * (os.cpu_count() or 1))
-# Bodies larger than this are decoded (and their answers rendered) in a thread of their own, so a few large
-# bodies in flight never hold the threads that decode the small requests
+# Bodies larger than this (or listing many strings: `rest.listed_strings`) are decoded (and their answers rendered)
+# in a thread of their own, so a few large bodies in flight never hold the threads that decode the small requests
 BULK_BODY_BYTES = 256 * 1024
 # While small requests are in flight, each piece of bulk work (a large body's decoding, a bulk request's model
 # call) that took t seconds is followed by 2t in which no bulk work starts: bulk work then takes at most a third of
@@ -145,7 +145,9 @@ class ModelServer:
 
     async def predict(self, name: str, version: str | None, body: bytes) -> Response:
         model, current = self.find(name, version)
-        bulk = len(body) > BULK_BODY_BYTES
+        # large, or many rows of texts: decoded in the bulk lane, paced (a 50,000-row body's parse costs as much
+        # as answering a small request, even when its answer is a 413)
+        bulk = len(body) > BULK_BODY_BYTES or is_bulk(rest.listed_strings(body), 0, self.options.max_batch_size)
         if bulk:
             async with self.bulk_turn:
                 started = time.perf_counter()

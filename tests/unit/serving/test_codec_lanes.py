@@ -103,3 +103,37 @@ def test_a_request_counts_as_bulk_as_the_batchers_lanes_count_it():
     finally:
         for pool in (server.executor, server.codec, server.bulk_codec, server.loader):
             pool.shutdown(wait=False)
+
+
+def test_the_strings_a_body_lists_are_counted_without_parsing_it():
+    texts = ["plain", 'she said "no", then "yes"', '","', '", "', "", "a,b", "\\", "ünï"]
+    for separators in ((", ", ": "), (",", ":")):
+        body = json.dumps({"instances": texts * 50}, separators=separators).encode()
+        assert rest.listed_strings(body) == len(texts) * 50
+    assert rest.listed_strings(json.dumps({"instances": [[1.0, 2.0]] * 50}).encode()) <= 1  # numbers: a key at most
+
+
+def test_a_body_of_many_short_rows_is_decoded_in_the_bulk_lane_however_small(monkeypatch):
+    """50,000 empty strings are 200 KB: refusing them (413) still costs their parse (4.5 ms), which must be paced
+    as bulk work, not compete with small requests as one of them."""
+    repository = types.SimpleNamespace(models={"m": types.SimpleNamespace(name="m", current=types.SimpleNamespace(
+        version=1, signatures={}))}, get=lambda name: repository.models.get(name))
+    server = app.ModelServer(repository, app.ServeOptions(max_batch_size=256))
+    decoded_in = []
+
+    def recorded(name, current, body):
+        decoded_in.append(threading.current_thread().name)
+        raise rest.TooLarge("too many rows")
+
+    monkeypatch.setattr(server, "decode", recorded)
+    try:
+        for body in (json.dumps({"instances": [""] * 50_000}).encode(), json.dumps({"instances": ["hi"]}).encode()):
+            try:
+                asyncio.run(server.predict("m", None, body))
+            except rest.TooLarge:
+                pass
+    finally:
+        for pool in (server.executor, server.codec, server.bulk_codec, server.loader):
+            pool.shutdown(wait=False)
+    assert len(decoded_in) == 2 and decoded_in[0].startswith("kpipe-json-bulk")
+    assert not decoded_in[1].startswith("kpipe-json-bulk")
