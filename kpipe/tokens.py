@@ -22,6 +22,11 @@ class ReservedIds:
     def count(self) -> int:
         return 4
 
+    @property
+    def never_emitted(self) -> tuple[int, int, int]:
+        """The ids a model never outputs (its training never targets them): padding, unknown and start."""
+        return self.pad, self.unknown, self.start
+
 
 # Sequence to sequence (kpipe.preprocessing.token_pairs, kpipe.families.seq2seq_attention.model).
 SEQ2SEQ = ReservedIds(pad=0, unknown=1, start=2, end=3)

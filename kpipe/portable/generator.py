@@ -25,7 +25,10 @@ from kpipe.portable.runtime import PREPROCESSING_FILE, Network, PortableExport
 from kpipe.tokens import CHARS
 
 GENERATOR_FILE = "generator.json"  # beside a generator's SavedModel and portable export: characters, categories, ...
-NEVER_SAMPLED = (CHARS.pad, CHARS.start, CHARS.unknown)
+NEVER_SAMPLED = CHARS.never_emitted  # padding, START and UNKNOWN
+# How each id renders in a name: the reserved ids as nothing (UNKNOWN as "?"), then the export's characters
+SPECIAL_CHARS = tuple("?" if i == CHARS.unknown else "" for i in range(CHARS.count))
+STATE_INPUT = re.compile(r"state_\d+_[hc]")  # a step network's state inputs (kpipe.families.char_rnn.step_network)
 
 
 def check_generate_arguments(spec: dict, *, prefix: str, count: int, temperature: float, category: str,
@@ -88,12 +91,12 @@ class PortableGenerator(PortableExport):
         self.stepped = pre["kind"] == "char_steps"  # one step of an RNN's cells per call, else the whole sequence
         self.start = Network(folder / pre["start"], fmt) if pre.get("start") else None
         if self.stepped:  # its states, as the step network declares them: state_<layer>_<h or c>, h first
-            found = {re.search(r"state_\d+_[hc]", name).group(0): name for name in self.network.declared_inputs()
-                     if re.search(r"state_\d+_[hc]", name)}
+            found = {match.group(0): shape for name, shape in self.network.input_shapes().items()
+                     if (match := STATE_INPUT.search(name))}
             self.states = sorted(found, key=lambda n: (int(n.split("_")[1]), n[-1] != "h"))
-            self.sizes = [self._state_size(found[name]) for name in self.states]
+            self.sizes = [int(found[name][-1]) for name in self.states]
         self.ids = {ch: CHARS.count + i for i, ch in enumerate(self.spec["characters"])}
-        self.chars = np.array(["", "", "", "?", *self.spec["characters"]], dtype=object)
+        self.chars = np.array([*SPECIAL_CHARS, *self.spec["characters"]], dtype=object)
 
     def generate(self, prefix: str = "", count: int = 10, temperature: float = 1.0, category: str = "",
                  top_k: int = 0, seed: int | None = None) -> list[str]:
@@ -168,11 +171,6 @@ class PortableGenerator(PortableExport):
     def _step(self, chars: np.ndarray, category: np.ndarray, states: list[np.ndarray]):
         found = self.network.outputs({"char": chars, "category": category, **dict(zip(self.states, states))})
         return np.asarray(found[0]), [np.asarray(s, np.float32) for s in found[1:]]
-
-    def _state_size(self, name: str) -> int:
-        shapes = ({i.name: i.shape for i in self.network.session.get_inputs()} if self.network.fmt == "onnx" else
-                  {d["name"]: d["shape_signature"] for d in self.network.interpreter.get_input_details()})
-        return int(shapes[name][-1])
 
     def _name(self, text: str, sampled: np.ndarray) -> str:
         """The prefix and the sampled characters up to END, capitalized as the SavedModel does for a model

@@ -147,9 +147,10 @@ class Network:
                          else 0)
         return [self.interpreter.get_tensor(d["index"]).copy() for d in ordered]
 
-    def declared_inputs(self) -> list[str]:
-        return ([i.name for i in self.session.get_inputs()] if self.fmt == "onnx" else
-                [d["name"] for d in self.interpreter.get_input_details()])
+    def input_shapes(self) -> dict[str, tuple]:
+        """The network's inputs by name (as its runtime names them), with their declared shapes."""
+        return ({i.name: tuple(i.shape) for i in self.session.get_inputs()} if self.fmt == "onnx" else
+                {d["name"]: tuple(d["shape_signature"]) for d in self.interpreter.get_input_details()})
 
     def _each_row(self, count: int, set_row) -> np.ndarray:
         """LiteRT answers one text per call (recurrent networks convert with static shapes only; the others are

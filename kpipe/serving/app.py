@@ -106,7 +106,7 @@ class ModelServer:
         # JSON decoding, array conversion and rendering: off the event loop, and not in the model threads
         self.codec = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kpipe-json")
         self.bulk_codec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-json-bulk")
-        self.bulk_turn = asyncio.Lock()  # one large body decoded at a time, paced (BULK_PAUSE)
+        self.bulk_turn = asyncio.Lock()  # one bulk body (large, or many strings) decoded at a time, paced
         self.small_in_flight = 0  # requests with small bodies between arrival and answer
         # Loading and warming up new versions: one thread at a lower CPU priority than the serving threads
         self.loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-load", initializer=_lower_priority)

@@ -89,8 +89,7 @@ def sample_next(logits: tf.Tensor, temperature: tf.Tensor, top_k: tf.Tensor, see
     """One id per row of next-character `logits` (batch, vocabulary): softmax at `temperature`, among the
     `top_k` most likely (0 = all), never padding, START or UNKNOWN; `seed` is a stateless pair."""
     vocabulary = tf.shape(logits)[-1]
-    banned = tf.range(vocabulary)[None, :]
-    banned = (banned == PAD) | (banned == START) | (banned == UNKNOWN)
+    banned = tf.reduce_any(tf.range(vocabulary)[None, :, None] == tf.constant(CHARS.never_emitted), axis=-1)
     scaled = tf.where(banned, tf.constant(-1e9, logits.dtype), logits / tf.cast(temperature, logits.dtype))
     k = tf.where(top_k > 0, tf.minimum(top_k, vocabulary), vocabulary)
     kth = tf.math.top_k(scaled, k=k).values[:, -1:]

@@ -23,12 +23,14 @@ CELL_LAYER = re.compile(r"^(lstm|gru)_(\d+)$")  # the recurrent layers' names in
 
 def state_names(model: keras.Model) -> list[tuple[str, int]]:
     """(name, size) of every recurrent state, bottom layer first: state_0_h, state_0_c (LSTM), state_1_h, ..."""
-    names = []
-    for layer in recurrent_layers(model):
-        index = CELL_LAYER.match(layer.name).group(2)
-        kinds = ("h", "c") if layer.name.startswith("lstm") else ("h",)
-        names += [(f"state_{index}_{kind}", layer.cell.units) for kind in kinds]
-    return names
+    return [state for layer in recurrent_layers(model) for state in layer_states(layer)]
+
+
+def layer_states(layer) -> list[tuple[str, int]]:
+    """(name, size) of one recurrent layer's states: h (and c for an LSTM), named by the layer's index."""
+    index = CELL_LAYER.match(layer.name).group(2)
+    return [(f"state_{index}_{kind}", layer.cell.units)
+            for kind in (("h", "c") if layer.name.startswith("lstm") else ("h",))]
 
 
 def recurrent_layers(model: keras.Model) -> list:
@@ -48,10 +50,8 @@ def step_network(model: keras.Model) -> keras.Model:
         vector = model.get_layer("category_embedding")(category)
         x = keras.ops.concatenate([x, keras.ops.cast(vector, x.dtype)], axis=-1)
     outputs = []
-    names = iter(state_names(model))
     for layer in recurrent_layers(model):
-        states = [keras.Input((size,), dtype="float32", name=name)
-                  for name, size in [next(names) for _ in range(2 if layer.name.startswith("lstm") else 1)]]
+        states = [keras.Input((size,), dtype="float32", name=name) for name, size in layer_states(layer)]
         inputs.update({state.name: state for state in states})
         layer.cell.name = f"{layer.name}_cell"  # unique in the step network (every LSTM's cell is "lstm_cell")
         x, new = layer.cell(x, states)

@@ -14,15 +14,16 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from kpipe.families.seq2seq_attention.model import END, PAD, START, UNKNOWN, Seq2SeqParts
+from kpipe.families.seq2seq_attention.model import END, PAD, START, Seq2SeqParts
+from kpipe.tokens import SEQ2SEQ
 
 NEG_INF = -1e9
 
 
 def _never_emit(vocabulary_size: int) -> tf.Tensor:
     # Padding, unknown and start are never outputs (training never targets them).
-    banned = tf.constant([PAD, UNKNOWN, START])
-    return tf.scatter_nd(banned[:, None], tf.fill([3], NEG_INF), [vocabulary_size])
+    banned = tf.constant(SEQ2SEQ.never_emitted)
+    return tf.scatter_nd(banned[:, None], tf.fill([len(SEQ2SEQ.never_emitted)], NEG_INF), [vocabulary_size])
 
 
 def _same_shape(new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:

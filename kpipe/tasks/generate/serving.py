@@ -17,7 +17,7 @@ from kpipe.families.char_transformer.config import CharTransformerConfig
 from kpipe.families.char_transformer.model import CharTransformerSampler
 from kpipe.preprocessing.configs import NamesPreprocessingConfig
 from kpipe.preprocessing.names import CharVocabulary
-from kpipe.portable.generator import GENERATOR_FILE
+from kpipe.portable.generator import GENERATOR_FILE, SPECIAL_CHARS
 
 SAMPLERS = {"char_rnn": CharSampler, "char_transformer": CharTransformerSampler}  # model family -> in-graph sampler
 
@@ -33,7 +33,7 @@ class NameGeneratorServing(tf.Module):
         chars = tf.constant(vocabulary.chars)
         ids = tf.range(SPECIAL_TOKENS, SPECIAL_TOKENS + len(vocabulary.chars), dtype=tf.int32)
         self.char_to_id = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(chars, ids), UNKNOWN)
-        self.id_to_char = tf.concat([tf.constant(["", "", "", "?"]), chars], axis=0)
+        self.id_to_char = tf.concat([tf.constant(SPECIAL_CHARS), chars], axis=0)
         self.categories = tf.constant(categories or [""])
         self.lowercase = pre.lowercase
         self.generate = tf.function(self._generate, input_signature=[
