@@ -24,7 +24,8 @@ from pathlib import Path
 
 FORMATS = [("savedmodel", "none"), ("onnx", "none"), ("onnx", "int8"), ("litert", "none"), ("litert", "int8")]
 
-MEASURE = r"""
+# The start of each measuring process's code (portable_generators.py's too): its clock and its peak memory
+MEASURE_START = r"""
 import json, sys, time
 started = time.perf_counter()
 
@@ -33,7 +34,9 @@ def peak_rss_mib():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
+"""
 
+MEASURE = MEASURE_START + r"""
 folder, fmt, texts_file = sys.argv[1], sys.argv[2], sys.argv[3]
 texts, labels = json.load(open(texts_file))
 if fmt == "savedmodel":

@@ -21,18 +21,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-FORMATS = [("savedmodel", "none"), ("onnx", "none"), ("onnx", "int8"), ("litert", "none"), ("litert", "int8")]
+from portable_exports import FORMATS, MEASURE_START, network_size  # run as `python benchmarks/...`: a sibling
+
 PREFIXES = ["", "A", "Ma", "K", "Be", "S", "Ro", "T", "Ga", "Ni"]
 
-MEASURE = r"""
-import json, sys, time
-started = time.perf_counter()
-
-def peak_rss_mib():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-
+MEASURE = MEASURE_START + r"""
 folder, fmt, calls, prefixes = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
 categories = json.load(open(folder + "/generator.json"))["categories"] or [""]
 if fmt == "savedmodel":  # loaded once, as a service would
@@ -64,13 +57,6 @@ print(json.dumps({"load_s": load, "p50_ms": 1000 * latencies[len(latencies) // 2
                   "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
                   "names_per_s": per_second, "rss_mib": peak_rss_mib(), "greedy": greedy}))
 """
-
-
-def network_size(folder: Path, fmt: str) -> int:
-    if fmt == "savedmodel":
-        return sum(p.stat().st_size for p in (folder / "variables").iterdir())
-    return sum((folder / name).stat().st_size for name in json.loads((folder / "kpipe.json").read_text())[
-        "network_files"])
 
 
 def main() -> None:
