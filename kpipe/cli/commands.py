@@ -177,15 +177,13 @@ def cmd_export(args) -> int:
     import_tensorflow_quietly()
     from kpipe.exports.portable import write_portable
 
+    from kpipe.exports.manifest import answering_command, read
+
     target = write_portable(plan)
-    size = sum((target / name).stat().st_size for name in json.loads((target / "kpipe.json").read_text())[
-        "network_files"])
-    task = plan.manifest.get("task")
-    tries = {"classify": f'kpipe predict {target} "your text here"', "forecast": f"kpipe forecast {target} --input "
-             "recent.csv", "word2vec": f"kpipe serve {target} (its embed signature: words -> vectors)",
-             "generate": f"kpipe generate {target} --count 5"}
+    written = read(target)
+    size = sum((target / name).stat().st_size for name in written["network_files"])
     print(f"Exported {plan.source} as {args.format} (quantization {args.quantize}, network {size / 1024:.0f} KiB) "
-          f"to {target}\nIt runs without TensorFlow: {tries.get(task, f'kpipe serve {target}')}")
+          f"to {target}\nIt runs without TensorFlow: {answering_command(written, target) or f'kpipe serve {target}'}")
     return 0
 
 

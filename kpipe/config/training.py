@@ -11,10 +11,9 @@ PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16", "auto")
 # Config name -> class in keras.optimizers (kpipe.training.loop looks it up there).
 OPTIMIZER_CLASSES = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "sgd": "SGD"}
 LEARNING_RATE_SCHEDULES = ("constant", "cosine", "linear_warmup")
-# Early-stopping monitor -> the tasks whose epochs log it (a metric computed on the validation split).
-EARLY_STOPPING_MONITORS = {"val_loss": None, "val_accuracy": ("classify",), "val_word_error_rate": ("translate",),
-                           "val_micro_f1": ("classify",),  # micro F1: several labels per text only
-                           "val_bleu": ("translate",)}  # sentence targets (words or sub-words) only
+# What early stopping can watch: a metric computed on the validation split (which tasks log which:
+# `kpipe.tasks.registry.TaskSpec.monitors`).
+EARLY_STOPPING_MONITORS = ("val_loss", "val_accuracy", "val_word_error_rate", "val_micro_f1", "val_bleu")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

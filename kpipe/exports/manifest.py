@@ -22,15 +22,15 @@ from kpipe.errors import KpipeError
 MANIFEST_FILE = "kpipe.json"
 FORMAT = 1
 
-# The command that uses each task's exports; `EXPORT` stands for the export folder.
-COMMANDS = {
-    "classify": "kpipe predict EXPORT \"some text\"",
-    "translate": "kpipe translate EXPORT WORD",
-    "generate": "kpipe generate EXPORT --count 10",
-    "forecast": "kpipe forecast EXPORT --input recent.csv",
-    "word2vec": "kpipe neighbors WORD --vectors EXPORT/vectors.txt",
-    "embed": "kpipe embed EXPORT \"some text\"",
-}
+def answering_command(manifest: dict, folder: Path | str) -> str:
+    """The command that answers with the export in `folder` ("" for a task kpipe does not know)."""
+    from kpipe.tasks.registry import TASKS  # the parser's table: imported when a mistake is reported
+
+    spec = TASKS.get(manifest.get("task"))
+    if spec is None:
+        return ""
+    portable = "network_files" in manifest
+    return ((portable and spec.portable_command) or spec.command).replace("EXPORT", str(folder))
 
 
 class WrongExportError(KpipeError):
@@ -96,7 +96,7 @@ def require(folder: Path, task: str | tuple[str, ...], command: str, *, signatur
     found = manifest.get("task")
     tasks = (task,) if isinstance(task, str) else tuple(task)
     if found not in tasks:
-        use = COMMANDS.get(found, "").replace("EXPORT", str(folder))
+        use = answering_command(manifest, folder)
         raise WrongExportError(f"{folder} is {_a(found)} export (pipeline {manifest.get('pipeline')}), but "
                                f"`{command}` needs {_a(' or '.join(tasks))} export"
                                + (f"; for this one use: {use}" if use else ""))

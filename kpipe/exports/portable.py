@@ -33,18 +33,13 @@ from kpipe.exports import manifest
 from kpipe.exports.onnx_recurrent import recurrent_onnx
 from kpipe.portable.runtime import PREPROCESSING_FILE
 from kpipe.portable.generator import GENERATOR_FILE
+from kpipe.tasks.registry import TASKS
 from kpipe.exports.versions import tmp_name, fsync_dir, fsync_tree, resolve_model_dir
 
 log = logging.getLogger(__name__)
 
 QUANTIZATIONS = {"onnx": ("none", "int8"), "litert": ("none", "float16", "int8")}
 MODEL_FILES = {"onnx": "model.onnx", "litert": "model.tflite"}
-FAMILIES = {"classify": ("rnn_classifier", "bag_of_ngrams", "pretrained_classifier", "transformer_classifier",
-                         "ensemble"),
-            "forecast": ("rnn_forecaster",), "word2vec": ("skipgram", "cbow"),
-            "generate": ("char_rnn", "char_transformer")}
-
-
 def portable_name(version: str, fmt: str, quantize: str) -> str:
     return f"{version}-{fmt}" + ("" if quantize == "none" else f"-{quantize}")
 
@@ -83,12 +78,12 @@ def plan_portable(model: str | Path, fmt: str, quantize: str = "none",
                          f"litert only); use one of: {', '.join(QUANTIZATIONS[fmt])}")
     source = resolve_model_dir(model, export_dir)
     found = manifest.read(source)
-    if found.get("family") not in FAMILIES.get(found.get("task"), ()):
-        raise KpipeError(f"{source} is a {found.get('task')} export of family {found.get('family')}; kpipe export "
-                         "writes ONNX and LiteRT for classifiers of the families rnn_classifier, bag_of_ngrams, "
-                         "transformer_classifier and pretrained_classifier (WordPiece encoders) and their ensembles, "
-                         "for rnn_forecaster, word2vec's vectors and the name generators (char_rnn, char_transformer); "
-                         "translators are not exported yet (their beam search steps a decoder with caches)")
+    spec = TASKS.get(found.get("task"))
+    if spec is None or found.get("family") not in spec.models or not spec.family(found.get("family")).portable:
+        exported = [f"{task.name}: {', '.join(f.name for f in task.families if f.portable)}" for task in TASKS.values()
+                    if any(f.portable for f in task.families)]
+        raise KpipeError(f"{source} is a {found.get('task')} export of family {found.get('family')}, which kpipe "
+                         f"export does not write yet; it writes ONNX and LiteRT for {'; '.join(exported)}")
     config = tomllib.loads((source / "config.toml").read_text(encoding="utf-8"))
     if config.get("data", {}).get("text_pair_column", ""):
         raise KpipeError(f"{source} classifies pairs of texts; kpipe export handles single texts only")

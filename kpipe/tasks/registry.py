@@ -7,31 +7,38 @@ second; the task's `run` module, which trains, is imported only when the task ru
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 from typing import Any, Callable, Mapping
 
 from kpipe.config.pipeline import NAME_PATTERN, EvaluationConfig, ExportConfig, PipelineConfig, RunResult
 from kpipe.config.strict import from_dict
-from kpipe.config.training import EARLY_STOPPING_MONITORS, TrainingConfig
+from kpipe.config.training import TrainingConfig
 from kpipe.datasets.corpus import CorpusDataConfig
 from kpipe.datasets.names import NamesDataConfig
 from kpipe.datasets.pairs import PairsDataConfig
 from kpipe.datasets.text_classification import TextClassificationDataConfig
 from kpipe.datasets.time_series import TimeSeriesDataConfig
 from kpipe.errors import ConfigError, did_you_mean
+from kpipe.families import (
+    bag_of_ngrams,
+    char_rnn,
+    char_transformer,
+    ensemble,
+    pretrained_classifier,
+    rnn_classifier,
+    rnn_forecaster,
+    sentence_encoder,
+    seq2seq_attention,
+    seq2seq_transformer,
+    transformer_classifier,
+    word2vec,
+)
 from kpipe.families.bag_of_ngrams.config import BagOfNgramsConfig
-from kpipe.families.char_rnn.config import CharGeneratorConfig
-from kpipe.families.char_transformer.config import CharTransformerConfig
 from kpipe.families.ensemble.config import EnsembleClassifierConfig
 from kpipe.families.pretrained_classifier.config import PretrainedClassifierConfig, pretrained_preset
 from kpipe.families.rnn_classifier.config import RNNClassifierConfig
-from kpipe.families.rnn_forecaster.config import RNNForecasterConfig
-from kpipe.families.sentence_encoder.config import SentenceEncoderConfig
-from kpipe.families.seq2seq_attention.config import Seq2SeqConfig
-from kpipe.families.seq2seq_transformer.config import Seq2SeqTransformerConfig
+from kpipe.families.spec import FamilySpec, resolve
 from kpipe.families.transformer_classifier.config import TransformerClassifierConfig
-from kpipe.families.word2vec.config import Word2VecConfig
 from kpipe.preprocessing.configs import (
     NamesPreprocessingConfig,
     PairPreprocessingConfig,
@@ -46,26 +53,65 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
-    """What a task needs: its config section types, its model families, and how to run it."""
+    """Everything kpipe needs to know about a task, in one row of `TASKS`.
+
+    Args:
+        name: the pipeline's `task`.
+        data, preprocessing: its config section types.
+        families: its model families (the first is the default `model.family`), each declared in its own folder.
+        runner: "module:function" that trains, evaluates and exports.
+        command: the command that answers with the task's SavedModel exports (`EXPORT` stands for the folder),
+            named when a user opens one with another command.
+        portable_command: the same for its ONNX / LiteRT exports, when it differs.
+        tuning_metric: the validation figure `kpipe tune` scores trials on (raises ConfigError for tasks that have
+            none).
+        monitors: the validation metrics its epochs log, besides `val_loss` (`training.early_stopping_monitor`).
+        trainers: model.family -> "module:function" that trains that family, for tasks whose families train
+            differently (the others build through `FamilySpec.builder` and train alike).
+        check: rules across sections; raises ConfigError.
+        headline: the metrics.json entries (dotted paths) `kpipe compare` shows first.
+    """
 
     name: str
     data: type
     preprocessing: type
-    models: Mapping[str, type]  # model.family -> config class
-    runner: str                 # "module:function" that trains, evaluates and exports
-    check: Callable[["PipelineConfig"], None] | None = None  # rules across sections; raises ConfigError
-    headline: tuple[str, ...] = ()  # the metrics.json entries (dotted paths) `kpipe compare` shows first
+    families: tuple[FamilySpec, ...]
+    runner: str
+    command: str
+    tuning_metric: Callable[["PipelineConfig"], str]
+    portable_command: str = ""
+    monitors: tuple[str, ...] = ()
+    trainers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    check: Callable[["PipelineConfig"], None] | None = None
+    headline: tuple[str, ...] = ()
+
+    @property
+    def models(self) -> dict[str, type]:
+        """model.family -> its config class."""
+        return {family.name: family.config for family in self.families}
+
+    def family(self, name: str) -> FamilySpec:
+        return next(family for family in self.families if family.name == name)
+
+    def trainer(self, family: str) -> Callable:
+        """The function that trains `family` (imports TensorFlow)."""
+        return resolve(self.trainers[family])
 
     def run(self, config: "PipelineConfig") -> "RunResult":
-        module, function = self.runner.split(":")
-        return getattr(importlib.import_module(module), function)(config)
+        return resolve(self.runner)(config)
 
 
 # === Rules that span config sections ===
 
 def check_classify_config(config: "PipelineConfig") -> None:
     model, prefix = config.model, "model."
+    data: TextClassificationDataConfig = config.data
+    if data.source == "shards" and not CLASSIFY_FAMILIES[model.family].shards:
+        streaming = [family.name for family in CLASSIFY_FAMILIES.values() if family.shards]
+        raise ConfigError(f"model.family='{model.family}' reads its data in memory; sharded data (a glob or a folder "
+                          f"of shards) takes one of the families {', '.join(streaming)}")
     if isinstance(model, EnsembleClassifierConfig):
+        check_ngrams_member(model.ngrams, data, "model.ngrams.")
         for key in ("ngrams_training", "recurrent_training"):
             own = getattr(model, key)
             for run_key in ("strategy", "worker_timeout_s", "refit_with_validation"):
@@ -78,6 +124,7 @@ def check_classify_config(config: "PipelineConfig") -> None:
                                    else "training.")
         model, prefix = model.sequence, "model.sequence."
     if isinstance(model, BagOfNgramsConfig):
+        check_ngrams_member(model, data, prefix)
         return
     if isinstance(model, PretrainedClassifierConfig):
         with naming(pretrained_preset(config.model)[1]):
@@ -87,10 +134,24 @@ def check_classify_config(config: "PipelineConfig") -> None:
                               f"with training.epochs={config.training.epochs}; make head_epochs smaller than epochs")
         return
     if isinstance(model, TransformerClassifierConfig):
+        if data.pairs:
+            raise ConfigError(f"{prefix}family='transformer_classifier' reads one text; for pairs of texts "
+                              "(data.text_pair_column) use 'pretrained_classifier' (a cross-encoder), 'rnn_classifier' "
+                              "(a siamese encoder) or 'bag_of_ngrams'")
         if config.preprocessing.tokenizer != "wordpiece":
             log.info("A transformer on whole words: preprocessing.tokenizer = \"wordpiece\" usually does better")
         return
     check_recurrent_member(model, config.training.epochs, prefix)
+
+
+def check_ngrams_member(model: BagOfNgramsConfig, data: TextClassificationDataConfig, prefix: str) -> None:
+    """NB weights are one ratio per n-gram for one label against the rest, of one text."""
+    if model.weighting == "nb" and data.multi_label:
+        raise ConfigError(f"{prefix}weighting='nb' weighs n-grams by how they split one label from the others, which "
+                          f"several labels per text do not have: use {prefix}weighting='tfidf' (or 'binary')")
+    if model.weighting == "nb" and data.pairs:
+        raise ConfigError(f"{prefix}weighting='nb' weighs the n-grams of one text; pairs of texts "
+                          f"(data.text_pair_column) take {prefix}weighting='tfidf' (or 'binary')")
 
 
 def check_recurrent_member(model: RNNClassifierConfig, epochs: int, prefix: str = "model.",
@@ -146,28 +207,64 @@ def check_replicas(config: "PipelineConfig", replicas: int) -> None:
                           "use --strategy default, or model.sparse_updates=false")
 
 
+# === What each task's trials are scored on (`kpipe tune`) ===
+
+def classify_tuning_metric(config: "PipelineConfig") -> str:
+    return "val_micro_f1" if config.data.multi_label else "val_accuracy"  # micro F1: several labels per text
+
+
+def translate_tuning_metric(config: "PipelineConfig") -> str:
+    """WER or BLEU when the pipeline measures it every epoch, else the loss."""
+    monitor = config.training.early_stopping_monitor
+    return monitor if monitor in ("val_word_error_rate", "val_bleu") else "val_loss"
+
+
+def untunable(reason: str) -> Callable[["PipelineConfig"], str]:
+    def refuse(config: "PipelineConfig") -> str:
+        raise ConfigError(f"{config.task} pipelines {reason}")
+    return refuse
+
+
+CLASSIFY_FAMILIES = {family.name: family for family in (
+    rnn_classifier.SPEC, transformer_classifier.SPEC, bag_of_ngrams.SPEC, ensemble.SPEC, pretrained_classifier.SPEC)}
+
 TASKS = {spec.name: spec for spec in (
-    TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig,
-             {"rnn_classifier": RNNClassifierConfig, "transformer_classifier": TransformerClassifierConfig,
-              "bag_of_ngrams": BagOfNgramsConfig, "ensemble": EnsembleClassifierConfig,
-              "pretrained_classifier": PretrainedClassifierConfig},
-             "kpipe.tasks.classify.run:run_classify", check_classify_config,
-             headline=("accuracy", "macro_f1", "baseline.accuracy")),
-    TaskSpec("embed", TextClassificationDataConfig, TextPreprocessingConfig,
-             {"sentence_encoder": SentenceEncoderConfig}, "kpipe.tasks.embed.run:run_embed", check_embed_config,
-             headline=("accuracy", "macro_f1", "baseline.accuracy")),
-    TaskSpec("forecast", TimeSeriesDataConfig, WindowConfig, {"rnn_forecaster": RNNForecasterConfig},
-             "kpipe.tasks.forecast.run:run_forecast", check_forecast_config,
+    TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig, tuple(CLASSIFY_FAMILIES.values()),
+             "kpipe.tasks.classify.run:run_classify", command='kpipe predict EXPORT "some text"',
+             tuning_metric=classify_tuning_metric, monitors=("val_accuracy", "val_micro_f1"),
+             trainers={"rnn_classifier": "kpipe.tasks.classify.members:train_sequence_model",
+                       "transformer_classifier": "kpipe.tasks.classify.members:train_sequence_model",
+                       "bag_of_ngrams": "kpipe.tasks.classify.members:train_bag_of_ngrams",
+                       "pretrained_classifier": "kpipe.tasks.classify.members:train_pretrained"},
+             check=check_classify_config, headline=("accuracy", "macro_f1", "baseline.accuracy")),
+    TaskSpec("embed", TextClassificationDataConfig, TextPreprocessingConfig, (sentence_encoder.SPEC,),
+             "kpipe.tasks.embed.run:run_embed", command='kpipe embed EXPORT "some text"',
+             tuning_metric=untunable("train nothing (the encoder is used as it is), so there is nothing to tune; "
+                                     "tune the classifier that fine-tunes it instead (e.g. kpipe tune sentiment-minilm)"),
+             check=check_embed_config, headline=("accuracy", "macro_f1", "baseline.accuracy")),
+    TaskSpec("forecast", TimeSeriesDataConfig, WindowConfig, (rnn_forecaster.SPEC,),
+             "kpipe.tasks.forecast.run:run_forecast", command="kpipe forecast EXPORT --input recent.csv",
+             tuning_metric=lambda config: "val_mae", check=check_forecast_config,
              headline=("test.model.mae", "test.model.mape", "best_baseline", "model_vs_best_baseline_mae")),
-    TaskSpec("generate", NamesDataConfig, NamesPreprocessingConfig, {"char_rnn": CharGeneratorConfig, "char_transformer": CharTransformerConfig},
-             "kpipe.tasks.generate.run:run_generate", headline=("test_nll_per_char", "bigram_nll_per_char")),
-    TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, {"seq2seq_attention": Seq2SeqConfig,
-                                                                 "seq2seq_transformer": Seq2SeqTransformerConfig},
-             "kpipe.tasks.translate.run:run_translate", headline=("word_error_rate", "token_error_rate")),
-    TaskSpec("word2vec", CorpusDataConfig, SkipGramConfig, {"skipgram": Word2VecConfig, "cbow": Word2VecConfig},
-             "kpipe.tasks.word2vec.run:run_word2vec", check_word2vec_config,
-             headline=("final_loss", "words_per_second")),
+    TaskSpec("generate", NamesDataConfig, NamesPreprocessingConfig, (char_rnn.SPEC, char_transformer.SPEC),
+             "kpipe.tasks.generate.run:run_generate", command="kpipe generate EXPORT --count 10",
+             tuning_metric=lambda config: "val_loss",  # NLL per character
+             headline=("test_nll_per_char", "bigram_nll_per_char")),
+    TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, (seq2seq_attention.SPEC, seq2seq_transformer.SPEC),
+             "kpipe.tasks.translate.run:run_translate", command="kpipe translate EXPORT WORD",
+             tuning_metric=translate_tuning_metric, monitors=("val_word_error_rate", "val_bleu"),
+             headline=("word_error_rate", "token_error_rate")),
+    TaskSpec("word2vec", CorpusDataConfig, SkipGramConfig, (word2vec.SKIPGRAM, word2vec.CBOW),
+             "kpipe.tasks.word2vec.run:run_word2vec", command="kpipe neighbors WORD --vectors EXPORT/vectors.txt",
+             portable_command="kpipe serve EXPORT (its embed signature: words -> vectors)",
+             tuning_metric=untunable("have no validation split to score trials on; tune another pipeline"),
+             check=check_word2vec_config, headline=("final_loss", "words_per_second")),
 )}
+
+
+def family_spec(task: str, family: str) -> FamilySpec:
+    """The registered family `family` of `task`."""
+    return TASKS[task].family(family)
 
 
 def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
@@ -212,10 +309,11 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
         evaluation=from_dict(EvaluationConfig, sections["evaluation"], path="evaluation"),
         export=from_dict(ExportConfig, sections["export"], path="export"),
     )
-    tasks = EARLY_STOPPING_MONITORS[config.training.early_stopping_monitor]
-    if tasks and task not in tasks:
-        raise ConfigError(f"training.early_stopping_monitor='{config.training.early_stopping_monitor}' is logged by "
-                          f"{' and '.join(tasks)} pipelines only, not {task}; use 'val_loss'")
+    monitor = config.training.early_stopping_monitor
+    if monitor != "val_loss" and monitor not in spec.monitors:
+        logging_tasks = [other.name for other in TASKS.values() if monitor in other.monitors]
+        raise ConfigError(f"training.early_stopping_monitor='{monitor}' is logged by "
+                          f"{' and '.join(logging_tasks)} pipelines only, not {task}; use 'val_loss'")
     if config.training.early_stopping_monitor == "val_micro_f1" and not getattr(config.data, "multi_label", False):
         raise ConfigError("training.early_stopping_monitor='val_micro_f1' is logged with several labels per text "
                           "only (data.label_separator or data.label_columns); use 'val_accuracy' or 'val_loss'")

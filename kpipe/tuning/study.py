@@ -25,6 +25,7 @@ from typing import Iterable
 import filelock
 
 from kpipe.tasks.named_pipelines import load_pipeline
+from kpipe.tasks.registry import TASKS
 from kpipe.errors import ConfigError
 from kpipe.redact import mask_passwords
 from kpipe.tuning.space import Dimension, check_space, default_params, load_space
@@ -85,16 +86,9 @@ class TuneResult:
 
 
 def tuning_metric(config) -> str:
-    """The validation figure trials are scored on: accuracy (classify; micro F1 with several labels per text),
-    WER or BLEU when the translate pipeline measures it every epoch (else the loss), MAE (forecast), the loss = NLL per
-    character (generate)."""
-    if config.task == "word2vec":
-        raise ConfigError("word2vec has no validation split to score trials on; tune another pipeline")
-    monitor = config.training.early_stopping_monitor
-    if config.task == "classify" and getattr(config.data, "multi_label", False):
-        return "val_micro_f1"  # several labels per text
-    return {"classify": "val_accuracy", "forecast": "val_mae", "generate": "val_loss",
-            "translate": monitor if monitor in ("val_word_error_rate", "val_bleu") else "val_loss"}[config.task]
+    """The validation figure trials are scored on: the task's (`TaskSpec.tuning_metric`); one line for tasks that
+    have none."""
+    return TASKS[config.task].tuning_metric(config)
 
 
 def prepare(pipeline: str, overrides: Iterable[str], options: TuneOptions):

@@ -14,7 +14,6 @@ from kpipe.cli.commands import main
 from kpipe.tuning.study import GRACE_SECONDS
 from tests.helpers import wait_for
 
-pytestmark = pytest.mark.slow
 TINY = ["--set", "data.limit=300", "--set", "training.epochs=2", "--set", "model.max_features=500",
         "--set", "evaluation.baseline=false"]
 SPACE = '"training.learning_rate" = {low = 0.003, high = 0.1, log = true}\n"model.ngrams" = [1, 2]\n'
@@ -40,6 +39,7 @@ def space(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow  # trains
 def test_a_study_writes_its_table_best_config_and_plots_and_the_best_config_reproduces(space, monkeypatch, capsys):
     monkeypatch.chdir(space)  # in-process: the tests below run the real command
     # --include-defaults: trial 0 runs the study's own config (the pipeline with these --set values)
@@ -71,6 +71,7 @@ def test_a_study_writes_its_table_best_config_and_plots_and_the_best_config_repr
     assert pytest.approx(best["value"], abs=1e-6) in [h["val_accuracy"] for h in history]
 
 
+@pytest.mark.slow  # trains
 def test_two_processes_share_one_study_and_never_run_a_trial_twice(space):
     processes = [subprocess.Popen([sys.executable, "-m", "kpipe", "tune", "sentiment-bigrams", "--space",
                                    "space.toml", *TINY, "--trials", "4", "--pruner", "none"], cwd=space,
@@ -93,6 +94,7 @@ def learning_rates(folder):
                                              "WHERE param_name = 'training.learning_rate' ORDER BY number")]
 
 
+@pytest.mark.slow  # trains
 def test_a_tuner_paused_past_the_grace_period_ends_cleanly_and_the_study_completes(space, monkeypatch):
     """SIGSTOP (a laptop lid, a VM pause) for longer than the grace period: the other process marks the paused
     one's trial failed; continued, the paused process used to die with Optuna's "Cannot tell a FAIL trial"."""
@@ -138,6 +140,7 @@ def running_with_heartbeat(folder):
         return False
 
 
+@pytest.mark.slow  # trains
 def test_a_tuner_killed_mid_trial_resumes_the_study_and_marks_that_trial_failed(space, monkeypatch):
     process = subprocess.Popen([sys.executable, "-m", "kpipe", "tune", "sentiment-bigrams", "--space", "space.toml",
                                 *TINY, "--set", "training.epochs=6", "--set", "training.early_stopping_patience=0",
@@ -161,6 +164,7 @@ def test_a_tuner_killed_mid_trial_resumes_the_study_and_marks_that_trial_failed(
     assert states(space) == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
 
 
+@pytest.mark.slow  # trains
 def test_a_trial_left_running_without_a_heartbeat_is_failed_when_the_study_resumes(space, monkeypatch):
     """A tuner killed between creating a trial and its first heartbeat leaves the trial running with none;
     Optuna's heartbeat rule never fails it, kpipe does once it is older than the grace period."""
@@ -177,6 +181,7 @@ def test_a_trial_left_running_without_a_heartbeat_is_failed_when_the_study_resum
     assert states(space) == ["COMPLETE", "FAIL", "COMPLETE"]
 
 
+@pytest.mark.slow  # trains
 def test_a_hopeless_trial_is_pruned_after_its_first_epoch_but_never_after_its_last(tmp_path, monkeypatch):
     """Two good trials, then one whose learning rate (100) wrecks the naive-Bayes start the n-gram model has:
     the pruner stops it at epoch 1. The same trial given one epoch completes: stopping it after its last epoch
@@ -228,12 +233,25 @@ def test_mistakes_are_one_line_exit_2_and_nothing_written(space_text, args, mess
     assert sorted(p.name for p in tmp_path.iterdir()) == ["space.toml"]
 
 
+@pytest.mark.parametrize("pipeline, message", [
+    ("minilm-embeddings", "embed pipelines train nothing"),  # was a KeyError traceback: the metric table lacked embed
+    ("word2vec-bible", "word2vec pipelines have no validation split to score trials on"),
+])
+def test_a_pipeline_with_nothing_to_score_says_so_in_one_line(pipeline, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["tune", pipeline, "--trials", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not list(tmp_path.iterdir())
+
+
 def test_a_pipeline_without_a_space_says_how_to_give_one(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["tune", "electricity-mstl"]) == 2
     assert "has no [tune] table to search" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # trains
 def test_the_storage_url_comes_from_the_environment_and_its_password_is_never_shown(tmp_path, monkeypatch, caplog):
     """KPIPE_TUNE_STORAGE keeps the URL off the command line; its password shows as *** in the log line that
     names the study's database (the lock note: tests/unit/training/test_run_lock.py)."""

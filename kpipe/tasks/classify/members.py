@@ -52,6 +52,7 @@ from kpipe.preprocessing.text import (
 )
 from kpipe.pretrained import inputs as pretrained_inputs
 from kpipe.pretrained import presets
+from kpipe.tasks.registry import TASKS
 from kpipe.training.loop import FineTuneSchedule
 from kpipe.training.run import Run
 from kpipe.vectors.alignment import align_to_vocabulary
@@ -96,24 +97,14 @@ def train_member(run: Run, model_config, splits: TextSplits, pre: TextPreprocess
     """Train the classifier `model_config` describes on `splits` (its work state in `subdir`), with
     `training` when given (an ensemble's `model.ngrams_training` or `model.recurrent_training`, or
     [training] with another seed), else [training]."""
-    training = training or run.config.training
-    if isinstance(model_config, BagOfNgramsConfig):
-        return train_bag_of_ngrams(run, model_config, splits, pre, subdir, training)
-    if isinstance(model_config, PretrainedClassifierConfig):
-        return train_pretrained(run, model_config, splits, pre, subdir, training)
-    return train_sequence_model(run, model_config, splits, pre, subdir, training)
+    trainer = TASKS["classify"].trainer(model_config.family)  # one per family: the task registry's table
+    return trainer(run, model_config, splits, pre, subdir, training or run.config.training)
 
 
 # === Bag of n-grams ===
 
 def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextSplits,
                         pre: TextPreprocessingConfig, subdir: str, training: TrainingConfig) -> Member:
-    if model_config.weighting == "nb" and splits.multi_label:
-        raise ConfigError("model.weighting='nb' weighs n-grams by how they split one label from the others, which "
-                          "several labels per text do not have: use model.weighting='tfidf' (or 'binary')")
-    if model_config.weighting == "nb" and splits.pairs:
-        raise ConfigError("model.weighting='nb' weighs the n-grams of one text; pairs of texts (data.text_pair_column) "
-                          "take model.weighting='tfidf' (or 'binary')")
     if model_config.weighting == "nb" and model_config.hidden_units and splits.num_classes > 2:
         raise ConfigError("model.weighting='nb' with a hidden layer needs two classes; this data has "
                           f"{splits.num_classes}: use model.hidden_units=0 or another weighting")
@@ -219,11 +210,7 @@ def train_pretrained(run: Run, model_config: PretrainedClassifierConfig, splits:
 
 def train_sequence_model(run: Run, model_config, splits: TextSplits, pre: TextPreprocessingConfig,
                          subdir: str, training: TrainingConfig) -> Member:
-    transformer = isinstance(model_config, TransformerClassifierConfig)
-    if transformer and splits.pairs:
-        raise ConfigError("model.family='transformer_classifier' reads one text; for pairs of texts "
-                          "(data.text_pair_column) use 'pretrained_classifier' (a cross-encoder), 'rnn_classifier' "
-                          "(a siamese encoder) or 'bag_of_ngrams'")
+    transformer = isinstance(model_config, TransformerClassifierConfig)  # pairs: refused with the config
     pretrain_texts = None
     if transformer and model_config.pretrain_epochs:
         pretrain_texts, pretrain_source = pretraining_texts(model_config, splits)

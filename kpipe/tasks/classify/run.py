@@ -19,7 +19,6 @@ from kpipe.datasets.text_classification import TextSplits, load_text_classificat
 from kpipe.evaluation.classification import classification_metrics
 from kpipe.evaluation.multi_label import choose_thresholds, multi_label_metrics
 from kpipe.families.ensemble.config import EnsembleClassifierConfig
-from kpipe.errors import ConfigError
 from kpipe.tasks.classify.baselines import (
     comparison_table,
     one_vs_rest_metrics,
@@ -46,10 +45,6 @@ def run_classify(config: PipelineConfig) -> RunResult:
 
 
 def _run_classify(run: Run, config: PipelineConfig) -> RunResult:
-    if config.data.source == "shards" and isinstance(config.model, EnsembleClassifierConfig):
-        raise ConfigError("ensembles read their data in memory; sharded data (a glob or a folder of shards) takes "
-                          "one model family: rnn_classifier, transformer_classifier, bag_of_ngrams or "
-                          "pretrained_classifier")
     splits: TextSplits = load_text_classification(config.data, worker=run.worker(),
                                                       cache_dir=run.export_root / ".cache")
     members, weights, ensemble_report = train(run, config, splits)

@@ -19,18 +19,15 @@ import tensorflow as tf
 
 from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.datasets.names import load_names
-from kpipe.families.char_rnn.model import build_char_generator
-from kpipe.families.char_transformer.model import build_char_transformer
 from kpipe.layers.char_bigram import CharBigram
 from kpipe.preprocessing.configs import NamesPreprocessingConfig
 from kpipe.preprocessing.names import CharVocabulary, make_names_dataset, name_sequences, prepare_name
+from kpipe.tasks.registry import family_spec
 from kpipe.tasks.generate.serving import NameGeneratorServing, write_generator_export
 from kpipe.training.run import Run
 
 log = logging.getLogger(__name__)
 
-# model family -> its builder (the in-graph samplers: serving.SAMPLERS)
-BUILDERS = {"char_rnn": build_char_generator, "char_transformer": build_char_transformer}
 
 
 def run_generate(config: PipelineConfig) -> RunResult:
@@ -102,7 +99,7 @@ def train(run: Run, model_config, datasets: dict) -> tuple[keras.Model, list[dic
     # The recurrent model's padded targets are masked through Keras masks; the transformer's output carries no
     # mask, so its loss leaves padding (id 0) out itself.
     ignore = 0 if model_config.family == "char_transformer" else None
-    return run.train(lambda: BUILDERS[model_config.family](model_config),
+    return run.train(lambda: family_spec("generate", model_config.family).build(model_config),
                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=ignore),
                      metrics=[], train_data=datasets["train"], validation_data=datasets["validation"])
 

@@ -12,14 +12,13 @@ import tensorflow as tf
 from kpipe.evaluation import reporting
 from kpipe.exports import run_files, saved_model
 from kpipe.families.char_rnn.config import CharGeneratorConfig
-from kpipe.families.char_rnn.model import END, SPECIAL_TOKENS, UNKNOWN, CharSampler
+from kpipe.families.char_rnn.model import END, SPECIAL_TOKENS, UNKNOWN
 from kpipe.families.char_transformer.config import CharTransformerConfig
-from kpipe.families.char_transformer.model import CharTransformerSampler
 from kpipe.preprocessing.configs import NamesPreprocessingConfig
 from kpipe.preprocessing.names import CharVocabulary
 from kpipe.portable.generator import GENERATOR_FILE, SPECIAL_CHARS
+from kpipe.tasks.registry import family_spec
 
-SAMPLERS = {"char_rnn": CharSampler, "char_transformer": CharTransformerSampler}  # model family -> in-graph sampler
 
 
 class NameGeneratorServing(tf.Module):
@@ -28,7 +27,8 @@ class NameGeneratorServing(tf.Module):
     def __init__(self, model: keras.Model, config: CharGeneratorConfig | CharTransformerConfig,
                  vocabulary: CharVocabulary, categories: list[str], pre: NamesPreprocessingConfig):
         super().__init__()
-        self.sampler = SAMPLERS[config.family](model, config, pre.max_length)
+        sampler = family_spec("generate", config.family).decoding()  # the family's in-graph sampler
+        self.sampler = sampler(model, config, pre.max_length)
         self.model = model
         chars = tf.constant(vocabulary.chars)
         ids = tf.range(SPECIAL_TOKENS, SPECIAL_TOKENS + len(vocabulary.chars), dtype=tf.int32)

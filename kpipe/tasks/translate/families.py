@@ -1,5 +1,6 @@
-"""The translate task's model families: which builder makes a config's model, and which parts class reads a
-saved one back (both families' parts decode alike: `kpipe.families.seq2seq_attention.decoding`)."""
+"""The translate task's model families: their sizes from the data, the builder the registry names for a config,
+and the parts class that reads a saved one back (both families' parts decode alike:
+`kpipe.families.seq2seq_attention.decoding`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import dataclasses
 
 import keras
 
-from kpipe.families.seq2seq_attention.model import Seq2SeqParts, build_seq2seq
-from kpipe.families.seq2seq_transformer.model import TransformerParts, build_seq2seq_transformer
+from kpipe.families.seq2seq_attention.model import Seq2SeqParts
+from kpipe.families.seq2seq_transformer.model import TransformerParts
 from kpipe.preprocessing.configs import PairPreprocessingConfig
+from kpipe.tasks.registry import family_spec
 
 
 def sized(model_config, source_vocabulary: int, target_vocabulary: int, pre: PairPreprocessingConfig):
@@ -24,13 +26,9 @@ def sized(model_config, source_vocabulary: int, target_vocabulary: int, pre: Pai
 
 
 def build_translation_model(model_config) -> Seq2SeqParts | TransformerParts:
-    if model_config.family == "seq2seq_transformer":
-        return build_seq2seq_transformer(model_config)
-    return build_seq2seq(model_config)
+    return family_spec("translate", model_config.family).build(model_config)
 
 
 def parts_of(model: keras.Model) -> Seq2SeqParts | TransformerParts:
-    """The decoding parts of a saved translation model, by the name its builder gave it."""
-    if model.name == "seq2seq_transformer":
-        return TransformerParts.from_model(model)
-    return Seq2SeqParts.from_model(model)
+    """The decoding parts of a saved translation model, by the name its builder gave it (the family's)."""
+    return family_spec("translate", model.name).decoding().from_model(model)

@@ -18,11 +18,11 @@ from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.datasets.corpus import load_corpus
 from kpipe.exports import run_files, saved_model
 from kpipe.families.word2vec.config import Word2VecConfig
-from kpipe.families.word2vec.model import build_cbow, build_skipgram, negative_sampling_loss
+from kpipe.families.word2vec.model import negative_sampling_loss
 from kpipe.families.word2vec.sparse_sgd import SparseSGDTrainer, expand_shared_negatives
 from kpipe.preprocessing.configs import SkipGramConfig
 from kpipe.preprocessing.skipgrams import build_corpus, corpus_words, epoch_examples, make_skipgram_dataset
-from kpipe.tasks.registry import check_replicas
+from kpipe.tasks.registry import check_replicas, family_spec
 from kpipe.tasks.word2vec.serving import WordVectorServing, write_projector_files, write_word2vec_text
 from kpipe.training.run import Run
 from kpipe.vectors.word_vectors import WordVectors, write_glove_text
@@ -49,7 +49,7 @@ def _run_word2vec(run: Run, config: PipelineConfig) -> RunResult:
     cbow = model_config.family == "cbow"
     log.info("Vocabulary %d words (min_count %d), %d tokens", len(corpus.words), pre.min_count, len(corpus.ids))
     batch_size = run.global_batch
-    build_model = build_cbow if cbow else build_skipgram
+    build_model = family_spec("word2vec", model_config.family).build
     if sparse:
         # Blocks of `steps_per_execution` batches, which the trainer loops over itself. Its linear decay
         # needs the run's length in steps: one epoch's draw times the epochs (epochs differ by a
