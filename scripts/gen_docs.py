@@ -32,6 +32,8 @@ sys.path.insert(0, str(ROOT))
 from kpipe.config.pipeline import EvaluationConfig, ExportConfig  # noqa: E402
 from kpipe.config.strict import type_name  # noqa: E402
 from kpipe.config.training import TrainingConfig  # noqa: E402
+from kpipe.errors import ConfigError  # noqa: E402
+from kpipe.tasks.named_pipelines import list_pipelines, load_pipeline  # noqa: E402
 from kpipe.tasks.registry import TASKS  # noqa: E402
 
 PAGES = {"configuration": ROOT / "docs" / "reference" / "configuration.md", "cli": ROOT / "docs" / "reference" / "cli.md"}
@@ -156,6 +158,25 @@ def configuration_page() -> str:
            "names the key and the value received), before TensorFlow loads. `--set table.key=value` overrides a key",
            "from the command line through the same checks. Keys whose values come from the data (vocabulary size,",
            "number of classes) are not listed: a config file cannot set them.", ""]
+    out += ["## Tasks and model families", "",
+            "The task registry's table (`kpipe/tasks/registry.py`; each family declares itself in",
+            "`kpipe/families/<family>/__init__.py`). *Answered by*: the command that uses the task's exports;",
+            "*tuned on*: what `kpipe tune` scores trials by.", "",
+            "| task | family | what it is | ONNX / LiteRT | streamed shards | ensemble member |",
+            "|---|---|---|---|---|---|"]
+    for name, spec in TASKS.items():
+        for family in spec.families:
+            out.append(f"| `{name}` | `{family.name}` | {_cell(family.summary)} | {'yes' if family.portable else ''} | "
+                       f"{'yes' if family.shards else ''} | {'yes' if family.ensemble_member else ''} |")
+    out += ["", "| task | answered by | validation metrics logged | tuned on |", "|---|---|---|---|"]
+    for name, spec in TASKS.items():
+        try:
+            tuned = "`" + spec.tuning_metric(load_pipeline(_first_pipeline(name), [])) + "`"
+            logged = ", ".join(f"`{m}`" for m in ("val_loss", *spec.monitors))
+        except ConfigError:
+            tuned, logged = "nothing to tune", ""
+        out.append(f"| `{name}` | `{_cell(spec.command)}` | {logged} | {tuned} |")
+    out.append("")
     for name, spec in TASKS.items():
         out += [f"## Task `{name}`", "", f"### `[data]` ({spec.data.__name__})", ""]
         out += config_table(spec.data, "data.")
@@ -170,6 +191,11 @@ def configuration_page() -> str:
                                ("`[export]` (every task)", ExportConfig, "export.")):
         out += [f"## {title}", ""] + config_table(cls, prefix) + [""]
     return "\n".join(out)
+
+
+def _first_pipeline(task: str) -> str:
+    """The first bundled pipeline of `task` (the table shows what its tuning metric is by default)."""
+    return next(entry.name for entry in list_pipelines() if entry.task == task)
 
 
 # === CLI reference ===

@@ -85,54 +85,35 @@ def in_tmp_cwd(tmp_path, monkeypatch):
 
 
 # Files handed to the xdist workers slowest first (longest-first scheduling, so that neither worker is left
-# running a long file alone at the end), by their summed --durations on 2026-11-28 (seconds in the comments);
-# the other files follow in their usual order. pyproject's --no-loadscope-reorder keeps this order: by default
-# xdist would reorder the files by how many tests each holds.
-SLOWEST_FIRST = [
-    "tests/e2e/distribution/test_multi_worker_pipelines.py",  # 99
-    "tests/e2e/test_docs.py",  # ~100 (2026-12-02: the README test, now every docs page)
-    "tests/e2e/test_translate_ensemble.py",  # 90
-    "tests/e2e/test_tune.py",  # 86
-    "tests/e2e/test_serve.py",  # 76
-    "tests/e2e/distribution/test_multi_worker.py",  # 76
-    "tests/e2e/test_runs.py",  # 68
-    "tests/e2e/test_kill_windows.py",  # ~35 (2026-12-01, new)
-    "tests/e2e/test_text_pairs.py",  # ~95 (2026-12-02, new)
-    "tests/e2e/test_translate_sentences.py",  # ~40 (2026-12-02, new)
-    "tests/e2e/test_multi_label.py",  # ~45 (2026-12-01, new)
-    "tests/e2e/distribution/test_multi_worker_shards.py",  # ~55 (2026-12-02, new)
-    "tests/e2e/test_streaming.py",  # ~35 (2026-12-02, new)
-    "tests/unit/datasets/test_streamed_text.py",  # ~27 (2026-12-02, new)
-    "tests/e2e/test_translate_end_to_end.py",  # 65
-    "tests/e2e/test_transformer_end_to_end.py",  # 61
-    "tests/e2e/test_pretrained_pipeline.py",  # 55
-    "tests/unit/families/test_seq2seq.py",  # 54
-    "tests/e2e/test_forecast_end_to_end.py",  # 52
-    "tests/unit/training/test_training.py",  # 51
-    "tests/e2e/test_end_to_end.py",  # 44
-    "tests/e2e/test_transformer_pretraining.py",  # 44
-    "tests/e2e/test_precision_end_to_end.py",  # 35
-    "tests/e2e/test_names_end_to_end.py",  # 31
-    "tests/e2e/test_ngrams_end_to_end.py",  # 30
-    "tests/e2e/test_sentence_encoder.py",  # 29
-    "tests/unit/families/test_transformer_classifier.py",  # 27
-    "tests/unit/training/test_exact_resume.py",  # 26
-    "tests/unit/exports/test_custom_layers.py",  # 19
-    "tests/e2e/test_console.py",  # 18
-    "tests/e2e/test_cli.py",  # 18
-    "tests/e2e/test_batch_predict.py",  # 18
-    "tests/e2e/test_missing_packages.py",  # 18
-    "tests/unit/pretrained/test_fine_tuning.py",  # 17
-    "tests/unit/pretrained/test_families.py",  # 16
-    "tests/unit/datasets/test_text_classification.py",  # 12
-    "tests/e2e/test_compare.py",  # 11
-    "tests/e2e/test_disk_full.py",  # ~15 (2026-12-01: the real tmpfs case added)
-    "tests/unit/serving/test_repository.py",  # ~8 (2026-12-01, new)
-    "tests/unit/serving/test_rest_limits.py",  # ~6 (2026-12-01, new)
-    "tests/unit/families/test_char_transformer.py",  # 10
-]
+# running a long file alone at the end), by the seconds each took in the last run recorded with
+# `python -m pytest --record-durations` (tests/durations.json: setup, call and teardown summed per file). Files
+# not recorded yet (new ones) go first: a new file is more often slow than not, and a slow file last leaves one
+# worker running it alone. pyproject's --no-loadscope-reorder keeps this order: by default xdist would reorder
+# the files by how many tests each holds.
+DURATIONS = Path(__file__).parent / "durations.json"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--record-durations", action="store_true",
+                     help=f"write each test file's summed seconds to {DURATIONS.name} (the order of the next runs)")
 
 
 def pytest_collection_modifyitems(config, items):
-    rank = {path: i for i, path in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+    recorded = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    items.sort(key=lambda item: -recorded.get(item.nodeid.split("::")[0], float("inf")))
+
+
+_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    # On the xdist controller this sees every worker's reports (and on a plain run, its own).
+    _seconds[report.nodeid.split("::")[0]] = _seconds.get(report.nodeid.split("::")[0], 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    if session.config.getoption("--record-durations") and not hasattr(session.config, "workerinput"):
+        recorded = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+        recorded.update({path: round(seconds, 1) for path, seconds in _seconds.items()})
+        recorded = {path: s for path, s in recorded.items() if (session.config.rootpath / path).exists()}
+        DURATIONS.write_text(json.dumps(dict(sorted(recorded.items(), key=lambda kv: -kv[1])), indent=1) + "\n")

@@ -1,4 +1,5 @@
-"""The one list of modules whose Keras-serializable classes a saved `model.keras` may name.
+"""The one list of modules whose Keras-serializable classes a saved `model.keras` may name: the shared ones
+written here, every family's builder module taken from the task registry.
 
 Each module registers its classes (`@keras.saving.register_keras_serializable(package="kpipe")`)
 when it is imported; `keras.saving.load_model` finds them only once that has happened. A test checks
@@ -9,23 +10,24 @@ from __future__ import annotations
 
 import importlib
 
-CUSTOM_LAYER_MODULES = (
+from kpipe.tasks.registry import TASKS
+
+# Layers several families share, and classes outside the families that a model may hold.
+SHARED_MODULES = (
     "kpipe.layers.attention_variants",
-    "kpipe.families.bag_of_ngrams.model",
-    "kpipe.families.char_rnn.model",
-    "kpipe.families.char_transformer.model",
     "kpipe.layers.fmm_attention",
     "kpipe.layers.linear_attention",
     "kpipe.layers.masked_pooling",
     "kpipe.layers.pair_features",
     "kpipe.layers.random_feature_attention",
-    "kpipe.families.rnn_forecaster.model",
-    "kpipe.families.seq2seq_attention.model",
-    "kpipe.families.word2vec.model",
     "kpipe.preprocessing.standardize",
     "kpipe.training.schedules",
     "keras_hub",
 )
+# Every family's builder module (its own layers live beside its builder), from the task registry.
+FAMILY_MODULES = tuple(sorted({family.builder.split(":")[0] for task in TASKS.values() for family in task.families
+                               if family.builder}))
+CUSTOM_LAYER_MODULES = SHARED_MODULES + FAMILY_MODULES
 
 
 def register_custom_layers() -> None:

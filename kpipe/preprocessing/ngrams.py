@@ -24,6 +24,7 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import scipy.sparse
 import tensorflow as tf
 
 from kpipe.preprocessing.configs import TextPreprocessingConfig
@@ -95,6 +96,22 @@ class NgramFeatures(tf.Module):
         norms = tf.math.sqrt(tf.math.unsorted_segment_sum(values * values, segments,
                                                           2 * tf.cast(counts.dense_shape[0], tf.int32)))
         return tf.SparseTensor(counts.indices, values / tf.gather(norms, segments), counts.dense_shape)
+
+
+def label_document_frequencies(features: NgramFeatures, texts: np.ndarray, labels: np.ndarray,
+                               batch_size: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """For texts with several labels each ((n, labels) 0/1 `labels`): how many texts of each label hold each
+    n-gram, (labels, features), and how many texts hold it at all, (features,); for `nb_label_ratios`."""
+    per_label = np.zeros((labels.shape[1], features.size), np.float64)
+    totals = np.zeros(features.size, np.float64)
+    for start in range(0, len(texts), batch_size):
+        counts = features.counts(tf.constant(np.asarray(texts[start:start + batch_size], dtype=str)))
+        rows, columns = counts.indices.numpy().T
+        held = scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, columns)),
+                                       shape=(len(texts[start:start + batch_size]), features.size))
+        per_label += np.asarray(held.T @ np.asarray(labels[start:start + batch_size], np.float64)).T
+        totals += np.asarray(held.sum(axis=0)).reshape(-1)
+    return per_label, totals
 
 
 OVERLAP_FEATURES = ("first_in_second", "second_in_first", "jaccard")  # a pair's shared n-grams, as shares
@@ -265,6 +282,26 @@ def fit_hashed_ngram_features(texts, labels, config: TextPreprocessingConfig, *,
     log.info("N-gram features: %d hash buckets (word 1- to %d-grams%s, %s; no vocabulary)", features.size, ngrams,
              f"; {features.char_size} for character 1- to {char_ngrams}-grams" if char_ngrams else "", weighting)
     return features, class_df
+
+
+def nb_label_ratios(per_label: np.ndarray, totals: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
+    """Naive-Bayes log-count ratios for several labels per text, one column per label, each label against the texts
+    without it (NBSVM's one-vs-rest): r_j = log((p / |p|_1) / (q / |q|_1)), p = alpha + the texts of label j holding
+    each n-gram, q = alpha + the other texts holding it. N-grams no training text holds keep a ratio of 0.
+
+    Args:
+        per_label, totals: from `label_document_frequencies`.
+
+    Returns:
+        (features, labels), float32.
+    """
+    seen = totals > 0
+    ratios = np.zeros((per_label.shape[1], per_label.shape[0]), np.float64)
+    for j, label in enumerate(per_label):
+        p = alpha + label[seen]
+        q = alpha + totals[seen] - label[seen]
+        ratios[seen, j] = np.log((p / p.sum()) / (q / q.sum()))
+    return ratios.astype(np.float32)
 
 
 def nb_log_count_ratios(class_df: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:

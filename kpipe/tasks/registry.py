@@ -145,10 +145,13 @@ def check_classify_config(config: "PipelineConfig") -> None:
 
 
 def check_ngrams_member(model: BagOfNgramsConfig, data: TextClassificationDataConfig, prefix: str) -> None:
-    """NB weights are one ratio per n-gram for one label against the rest, of one text."""
-    if model.weighting == "nb" and data.multi_label:
-        raise ConfigError(f"{prefix}weighting='nb' weighs n-grams by how they split one label from the others, which "
-                          f"several labels per text do not have: use {prefix}weighting='tfidf' (or 'binary')")
+    """NB weights are the ratios of one text's n-grams, one per label (against the rest) without a hidden layer."""
+    if model.weighting == "nb" and data.multi_label and model.hidden_units:
+        raise ConfigError(f"{prefix}weighting='nb' with several labels per text weighs each label's n-grams apart, "
+                          f"which a shared hidden layer cannot: use {prefix}hidden_units=0 or {prefix}weighting='tfidf'")
+    if model.weighting == "nb" and data.multi_label and data.source == "shards":
+        raise ConfigError(f"{prefix}weighting='nb' with several labels per text counts n-grams per label in memory, "
+                          f"not over streamed shards: use {prefix}weighting='tfidf' (or 'binary')")
     if model.weighting == "nb" and data.pairs:
         raise ConfigError(f"{prefix}weighting='nb' weighs the n-grams of one text; pairs of texts "
                           f"(data.text_pair_column) take {prefix}weighting='tfidf' (or 'binary')")

@@ -125,10 +125,15 @@ def test_a_recurrent_model_and_an_ensemble_train_on_label_sets(folder, monkeypat
     assert len(metrics["per_label"]) == 3 and set(metrics["thresholds"]) == set(TOPICS)
 
 
-def test_runs_of_label_sets_compare_by_their_multi_label_figures(folder, monkeypatch, capsys):
+def test_naive_bayes_weights_per_label_train_and_compare_with_the_tfidf_run(folder, monkeypatch, capsys):
+    """The README's example as written (sentiment-bigrams weighs n-grams by naive Bayes): one ratio per n-gram and
+    label, one-vs-rest; `kpipe compare` then shows both runs by their multi-label figures."""
     monkeypatch.chdir(folder)
-    assert main([*BIGRAMS, "--set", "training.epochs=1", "--set", "evaluation.baseline=false"]) == 0
+    assert main(["run", "sentiment-bigrams", *SETS, "--set", "training.epochs=4", "--set",
+                 "training.learning_rate=0.05", "--set", "evaluation.baseline=false"]) == 0
     capsys.readouterr()
+    nb = json.loads((export(folder, version="2") / "metrics.json").read_text())
+    assert nb["weighting"] == "nb" and nb["micro_f1"] > 0.9 and set(nb["per_label"]) == set(TOPICS)
     assert main(["compare", "sentiment-bigrams/1", "sentiment-bigrams/2", "--out", "compare.png"]) == 0
     header, row = capsys.readouterr().out.splitlines()[:2]
     assert header.split()[:5] == ["run", "micro_f1", "macro_f1", "subset_accuracy", "baseline.micro_f1"]
@@ -136,10 +141,10 @@ def test_runs_of_label_sets_compare_by_their_multi_label_figures(folder, monkeyp
     assert row.split()[1] == f"{metrics['micro_f1']:.4g}"
 
 
-def test_naive_bayes_weights_are_refused_for_label_sets_in_one_line(folder, monkeypatch, capsys):
+def test_naive_bayes_weights_with_a_hidden_layer_are_refused_for_label_sets_in_one_line(folder, monkeypatch, capsys):
     monkeypatch.chdir(folder)
     before = sorted(p.name for p in export(folder).parent.iterdir())
-    assert main(["run", "sentiment-bigrams", *SETS, "--set", "training.seed=9"]) == 2  # weighting="nb"
+    assert main(["run", "sentiment-bigrams", *SETS, "--set", "model.hidden_units=8"]) == 2  # weighting="nb"
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "model.weighting='nb'" in err[0] and "use model.weighting='tfidf'" in err[0]
+    assert len(err) == 1 and "model.weighting='nb'" in err[0] and "use model.hidden_units=0" in err[0]
     assert sorted(p.name for p in export(folder).parent.iterdir()) == before  # nothing written

@@ -37,7 +37,9 @@ from kpipe.preprocessing.ngrams import (
     PairNgramFeatures,
     fit_hashed_ngram_features,
     fit_ngram_features,
+    label_document_frequencies,
     make_ngram_dataset,
+    nb_label_ratios,
     nb_log_count_ratios,
 )
 from kpipe.preprocessing.text import (
@@ -129,7 +131,12 @@ def train_bag_of_ngrams(run: Run, model_config: BagOfNgramsConfig, splits: TextS
             ngrams=model_config.ngrams, max_features=model_config.max_features, weighting=model_config.weighting,
             char_ngrams=model_config.char_ngrams, max_char_features=model_config.max_char_features,
             cache=None if counting is None else counted_cache(run, splits.scan.stamp, pre, model_config))
-    ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha) if model_config.weighting == "nb" else None
+    ratios = None
+    if model_config.weighting == "nb" and splits.multi_label:  # one ratio per n-gram and label, one-vs-rest
+        ratios = nb_label_ratios(*label_document_frequencies(features, train_texts, splits.fitting.labels),
+                                 alpha=model_config.nb_alpha)
+    elif model_config.weighting == "nb":
+        ratios = nb_log_count_ratios(class_df, alpha=model_config.nb_alpha)
     if splits.pairs:  # a block per text, then their overlap
         features = PairNgramFeatures(features)
     fit_seconds = time.perf_counter() - started

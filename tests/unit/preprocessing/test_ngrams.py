@@ -4,7 +4,12 @@ import tensorflow as tf
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from kpipe.preprocessing.configs import TextPreprocessingConfig
-from kpipe.preprocessing.ngrams import fit_ngram_features, nb_log_count_ratios
+from kpipe.preprocessing.ngrams import (
+    fit_ngram_features,
+    label_document_frequencies,
+    nb_label_ratios,
+    nb_log_count_ratios,
+)
 
 TEXTS = np.array(["A great movie, great cast!", "Awful movie; awful plot.", "great plot and a fine cast",
                   "boring, awful and long", "fine fun movie", "long boring plot"], dtype=object)
@@ -59,6 +64,32 @@ def test_naive_bayes_ratios_match_the_formula_in_numpy(num_classes):
     great = features.vectorizer.get_vocabulary().index("great")
     if num_classes == 2:
         assert ratios[great, 0] > 0 > ratios[features.vectorizer.get_vocabulary().index("awful"), 0]
+
+
+def test_naive_bayes_ratios_for_several_labels_are_one_vs_rest_per_label_as_in_numpy():
+    """NBSVM for label sets: each label's texts against the texts without it (a text may count for several)."""
+    label_sets = np.array([[1, 0, 1], [0, 1, 0], [1, 0, 0], [0, 1, 1], [1, 0, 1], [0, 1, 0]])
+    features, _ = fit_ngram_features(TEXTS, np.zeros(len(TEXTS), np.int32), PRE, num_classes=1, ngrams=2,
+                                     max_features=1000, weighting="nb")
+    ratios = nb_label_ratios(*label_document_frequencies(features, TEXTS, label_sets, batch_size=4), alpha=0.5)
+    binary = dense(features(tf.constant(list(TEXTS))))
+    assert ratios.shape == (features.size, 3)
+    for j in range(3):
+        has = label_sets[:, j] == 1
+        p = 0.5 + binary[has].sum(axis=0)
+        q = 0.5 + binary[~has].sum(axis=0)
+        expected = np.log((p / p[1:].sum()) / (q / q[1:].sum()))
+        np.testing.assert_allclose(ratios[1:, j], expected[1:], rtol=1e-5)
+    assert (ratios[0] == 0).all()  # the out-of-vocabulary bucket: held by no text
+
+
+def test_naive_bayes_ratios_for_one_label_per_text_equal_the_single_label_ratios():
+    labels = np.array([0, 1, 2, 0, 1, 2])
+    features, class_df = fit_ngram_features(TEXTS, labels, PRE, num_classes=3, ngrams=2, max_features=1000,
+                                            weighting="nb")
+    one_hot = np.eye(3)[labels]
+    np.testing.assert_allclose(nb_label_ratios(*label_document_frequencies(features, TEXTS, one_hot)),
+                               nb_log_count_ratios(class_df), rtol=1e-5, atol=1e-6)
 
 
 def test_word_and_character_tfidf_blocks_equal_scikit_learns_two_vectorizers_side_by_side():

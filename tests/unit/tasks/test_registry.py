@@ -71,15 +71,18 @@ def test_the_tuning_metric_follows_the_data_and_the_monitor():
 
 
 @pytest.mark.parametrize("pipeline, overrides, message", [
-    ("sentiment-bigrams", ['data.label_separator="|"', 'model.weighting="nb"'],
-     "model.weighting='nb' weighs n-grams by how they split one label"),
+    ("sentiment-bigrams", ['data.label_separator="|"', 'model.weighting="nb"', "model.hidden_units=8"],
+     "model.weighting='nb' with several labels per text weighs each label's n-grams apart"),
+    ("sentiment-bigrams", ['data.source="shards"', 'data.path="tags/*.csv"', 'data.label_separator="|"',
+                           'model.weighting="nb"'], "counts n-grams per label in memory"),
     ("sentiment-bigrams", ['data.source="file"', 'data.path="pairs.csv"', 'data.text_pair_column="claim"',
                            'model.weighting="nb"'], "model.weighting='nb' weighs the n-grams of one text"),
     ("sentiment-transformer", ['data.source="file"', 'data.path="pairs.csv"', 'data.text_pair_column="claim"'],
      "model.family='transformer_classifier' reads one text; for pairs of texts"),
     ("sentiment-ensemble", ['data.source="shards"', 'data.path="shards/*.parquet"'],
      "model.family='ensemble' reads its data in memory; sharded data"),
-    ("names-countries-ensemble", ['model.ngrams.weighting="nb"'], "model.ngrams.weighting='nb' weighs n-grams"),
+    ("names-countries-ensemble", ['model.ngrams.weighting="nb"', "model.ngrams.hidden_units=4"],
+     "model.ngrams.weighting='nb' with several labels"),
     ("sentiment-bigrams", ['training.early_stopping_monitor="val_bleu"'], "is logged by translate pipelines only"),
 ])
 def test_rules_the_config_alone_decides_are_reported_when_it_is_read(pipeline, overrides, message):
