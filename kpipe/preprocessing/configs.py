@@ -185,3 +185,27 @@ class NamesPreprocessingConfig:
 
     def __post_init__(self):
         check_range("max_length", self.max_length, low=2)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaggingPreprocessingConfig:
+    """How a sentence's words become a tagger's inputs (`kpipe.preprocessing.tagging`).
+
+    Args:
+        lowercase: look words up lower-cased (as GloVe's vocabulary is); the characters and the casing feature
+            keep the case.
+        vocabulary_size: the most frequent training words kept (the rest read as unknown), with the pretrained
+            vectors' words when the model starts from some.
+        min_count: a training word kept needs this many occurrences.
+        max_word_length: characters of a word the character features read (longer words are cut).
+    """
+
+    lowercase: bool = True
+    vocabulary_size: int = 50000
+    min_count: int = 1
+    max_word_length: int = 20
+
+    def __post_init__(self):
+        check_range("vocabulary_size", self.vocabulary_size, low=3)
+        check_range("min_count", self.min_count, low=1)
+        check_range("max_word_length", self.max_word_length, low=1)

@@ -16,6 +16,7 @@ from kpipe.config.training import TrainingConfig
 from kpipe.datasets.corpus import CorpusDataConfig
 from kpipe.datasets.names import NamesDataConfig
 from kpipe.datasets.pairs import PairsDataConfig
+from kpipe.datasets.tagged import TaggedDataConfig
 from kpipe.datasets.text_classification import TextClassificationDataConfig
 from kpipe.datasets.time_series import TimeSeriesDataConfig
 from kpipe.errors import ConfigError, did_you_mean
@@ -27,6 +28,7 @@ from kpipe.families import (
     pretrained_classifier,
     rnn_classifier,
     rnn_forecaster,
+    rnn_tagger,
     sentence_encoder,
     seq2seq_attention,
     seq2seq_transformer,
@@ -43,6 +45,7 @@ from kpipe.preprocessing.configs import (
     NamesPreprocessingConfig,
     PairPreprocessingConfig,
     SkipGramConfig,
+    TaggingPreprocessingConfig,
     TextPreprocessingConfig,
     WindowConfig,
 )
@@ -253,6 +256,10 @@ TASKS = {spec.name: spec for spec in (
              "kpipe.tasks.generate.run:run_generate", command="kpipe generate EXPORT --count 10",
              tuning_metric=lambda config: "val_loss",  # NLL per character
              headline=("test_nll_per_char", "bigram_nll_per_char")),
+    TaskSpec("tag", TaggedDataConfig, TaggingPreprocessingConfig, (rnn_tagger.SPEC,),
+             "kpipe.tasks.tag.run:run_tag", command='kpipe tag EXPORT "Barack Obama visited Paris"',
+             tuning_metric=lambda config: "val_loss",
+             headline=("entity_f1", "baseline.feature_crf.entity_f1", "baseline.most_frequent_tag.entity_f1")),
     TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, (seq2seq_attention.SPEC, seq2seq_transformer.SPEC),
              "kpipe.tasks.translate.run:run_translate", command="kpipe translate EXPORT WORD",
              tuning_metric=translate_tuning_metric, monitors=("val_word_error_rate", "val_bleu"),

@@ -11,22 +11,19 @@ import tensorflow as tf
 from kpipe.cli.commands import main
 from kpipe.tasks.named_pipelines import load_pipeline
 from kpipe.tasks.runner import run_pipeline
-from tests.helpers import kpipe, kpipe_in_process, served_in_thread
+from tests.e2e.task_harness import FORECAST_QUICK
+from tests.helpers import kpipe, served_in_thread
 
 pytestmark = pytest.mark.slow
 
-QUICK = ["--set", "preprocessing.window=96", "--set", "preprocessing.horizon=12", "--set",
-         "preprocessing.season_length=48", "--set", "training.epochs=1", "--set", "model.units=[8]",
-         "--set", "model.conv_filters=4", "--set", "model.linear_steps=96"]
+QUICK = FORECAST_QUICK  # the task harness's settings: its run is this file's fixture
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("forecast")
-    code, printed = kpipe_in_process("run", "electricity-seasonal-ar", *QUICK, cwd=folder)
-    assert code == 0
-    assert "x the best baseline" in printed and "mstl" in printed and "covered" in printed
-    return folder, folder / "saved_models" / "electricity-seasonal-ar" / "1"
+def exported(task_run):
+    run = task_run("forecast")  # the task harness's run (tests/e2e/task_harness.py), with QUICK's settings
+    assert "x the best baseline" in run.printed and "mstl" in run.printed and "covered" in run.printed
+    return run.folder, run.export
 
 
 def test_report_has_every_forecaster_and_the_plots(exported):

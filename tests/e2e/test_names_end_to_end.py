@@ -17,14 +17,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("names")
-    code, printed = kpipe_in_process("run", "names-char", "--set", "training.epochs=1", "--set", "data.limit=3000",
-                                     "--set", "model.units=[32]", "--set",
-                                     'data.categories=["italy", "japan", "germany"]', cwd=folder)
-    assert code == 0
-    assert "nats/char" in printed and "vs bigram" in printed
-    return folder, folder / "saved_models" / "names-char" / "1"
+def exported(task_run):
+    run = task_run("generate")  # the task harness's run (tests/e2e/task_harness.py)
+    assert "nats/char" in run.printed and "vs bigram" in run.printed
+    return run.folder, run.export
 
 
 def test_report_compares_with_the_bigram_and_counts_novelty(exported):

@@ -10,23 +10,18 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from kpipe.tasks.named_pipelines import load_pipeline
-from kpipe.tasks.runner import run_pipeline
-from tests.helpers import served_in_thread, write_hugging_face_checkpoint
+from tests.helpers import served_in_thread, tiny_backbone
 
 pytestmark = pytest.mark.slow
 TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", "", "good good good movie"]
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("sentence_encoder")
-    backbone = write_hugging_face_checkpoint(folder / "checkpoint", seed=3)
-    # in-process: `kpipe run` has its subprocess tests. The checkpoint has 64 positions, not MiniLM's 512.
-    result = run_pipeline(load_pipeline("minilm-embeddings", [
-        f'model.preset="{folder / "checkpoint"}"', "data.limit=300", "preprocessing.sequence_length=64",
-        f'export.dir="{folder / "saved_models"}"']))
-    return folder, backbone, result
+def exported(task_run):
+    """The task harness's run (tests/e2e/task_harness.py): the checkpoint (64 positions, not MiniLM's 512) is
+    written from `tiny_backbone(3)`, which the NumPy reference rebuilds."""
+    run = task_run("embed")
+    return run.folder, tiny_backbone(3), run
 
 
 def test_the_export_embeds_raw_strings_as_the_masked_mean_of_the_checkpoints_last_layer(exported):
@@ -41,24 +36,24 @@ def test_the_export_embeds_raw_strings_as_the_masked_mean_of_the_checkpoints_las
     mean = (sequence * mask).sum(axis=1) / mask.sum(axis=1)
     expected = mean / np.linalg.norm(mean, axis=1, keepdims=True)
 
-    loaded = tf.saved_model.load(str(result.export_dir))
+    loaded = tf.saved_model.load(str(result.export))
     embeddings = loaded.embed(tf.constant(TEXTS))["embedding"].numpy()
     assert embeddings.shape == (len(TEXTS), 16)
     np.testing.assert_allclose(embeddings, expected, atol=1e-5)
-    manifest = json.loads((result.export_dir / "kpipe.json").read_text())
+    manifest = json.loads((result.export / "kpipe.json").read_text())
     assert manifest["task"] == "embed" and set(manifest["signatures"]) == {"embed"}
 
 
 def test_the_report_has_the_linear_probe_beside_the_baseline(exported):
     _, _, result = exported
-    metrics = json.loads((result.export_dir / "metrics.json").read_text())
+    metrics = json.loads((result.export / "metrics.json").read_text())
     assert metrics["data"] == {**metrics["data"], "train": 240, "validation": 30, "test": 30}
     assert metrics["pretrained"]["format"] == "hugging face" and metrics["pretrained"]["dimension"] == 16
     by_c = {float(c): a for c, a in metrics["validation_accuracy_by_C"].items()}
     assert metrics["C"] == max(by_c, key=lambda c: (by_c[c], -c))  # chosen on validation, never on test
     assert 0.0 <= metrics["accuracy"] <= 1.0 and "accuracy" in metrics["baseline"]
     assert metrics["epochs_trained"] == 0
-    assert "probe" in result.summary and "tfidf + logistic regression" in result.summary
+    assert "probe" in result.printed and "tfidf + logistic regression" in result.printed
 
 
 def test_embed_similar_and_map_read_the_export(exported, monkeypatch, capsys, tmp_path):
@@ -93,7 +88,7 @@ def test_served_over_tf_serving_rest_with_the_tokenizer_inside(exported):
     from concurrent.futures import ThreadPoolExecutor
 
     folder, _, result = exported
-    loaded = tf.saved_model.load(str(result.export_dir))
+    loaded = tf.saved_model.load(str(result.export))
     with served_in_thread("minilm-embeddings", cwd=folder) as server:
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(lambda text: server.post("/v1/models/minilm-embeddings:predict",

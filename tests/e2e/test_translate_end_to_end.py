@@ -10,19 +10,15 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import SMALL, kpipe, kpipe_in_process, served_in_thread, write_reversal_pairs
+from tests.helpers import SMALL, kpipe, served_in_thread
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("translate")
-    write_reversal_pairs(folder / "pairs.csv", 3000, seed=0)
-    assert kpipe_in_process("run", "g2p-attention", "--data", "pairs.csv", "--set", "training.epochs=6",
-                            "--set", "training.learning_rate=0.01", "--set", "model.average_epochs=3", *SMALL,
-                            cwd=folder)[0] == 0
-    return folder, folder / "saved_models" / "g2p-attention" / "1"
+def exported(task_run):
+    run = task_run("translate")  # the task harness's run (tests/e2e/task_harness.py): 3,000 reversed spellings
+    return run.folder, run.export
 
 
 def test_keeps_the_epoch_that_decodes_the_validation_split_best(exported):

@@ -7,20 +7,15 @@ import tensorflow as tf
 
 from kpipe.cli.commands import main
 from kpipe.vectors.word_vectors import load_word_vectors
-from tests.helpers import kpipe_in_process, served_in_thread
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("word2vec")
-    code, printed = kpipe_in_process("run", "word2vec-bible", "--set", "data.limit=3000", "--set", "training.epochs=1",
-                                     "--set", "preprocessing.min_count=3", "--set", "model.embedding_dim=16",
-                                     cwd=folder)
-    assert code == 0
-    assert "words/s" in printed
-    return folder, folder / "saved_models" / "word2vec-bible" / "1"
+def exported(task_run):
+    run = task_run("word2vec")  # the task harness's run (tests/e2e/task_harness.py)
+    assert "words/s" in run.printed
+    return run.folder, run.export
 
 
 def test_both_text_formats_hold_the_trained_target_table(exported):
@@ -101,16 +96,6 @@ def test_cbow_option_trains_and_exports(tmp_path, training, monkeypatch):
     vectors = load_word_vectors(str(export / "vectors.txt"))
     assert 'family = "cbow"' in (export / "config.toml").read_text()
     assert vectors.dim == 8 and len(vectors) == len((export / "metadata.tsv").read_text().splitlines()) - 1
-
-
-def test_served_over_tf_serving_rest(exported):
-    folder, export = exported
-    loaded = tf.saved_model.load(str(export))  # kept: its variables die with it
-    expected = loaded.embed(words=tf.constant(["god", "no-such-word"]))["vectors"].numpy()
-    with served_in_thread("word2vec-bible", cwd=folder) as server:
-        status, body = server.post("/v1/models/word2vec-bible:predict", {"inputs": ["god", "no-such-word"]})
-        assert status == 200, body
-        np.testing.assert_allclose(body["outputs"], expected, rtol=1e-6)
 
 
 def test_the_vectors_export_as_onnx_and_litert_and_answer_without_tensorflow(exported, tmp_path):

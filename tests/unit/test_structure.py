@@ -41,7 +41,7 @@ def test_every_embedded_dataset_has_a_licence_and_a_reader():
     import importlib
 
     assert {d.kind for d in embedded.EMBEDDED_DATASETS.values()} == {
-        "text classification", "corpus", "names", "pairs", "time series"}
+        "text classification", "corpus", "names", "pairs", "time series", "tagged words"}
     for dataset in embedded.EMBEDDED_DATASETS.values():
         assert dataset.licence and dataset.package and dataset.description
         module, function = dataset.reader.split(":")

@@ -1,0 +1,114 @@
+"""The sub-parsers of the commands that answer with an export: predict, forecast, generate, translate, embed,
+similar, tag. Nothing here imports TensorFlow."""
+
+from __future__ import annotations
+
+import argparse
+
+from kpipe.cli.arguments import FILE_HELP, MODEL_HELP, SHARED, add_table_args
+
+
+def add_model_and_texts(p: argparse.ArgumentParser, func, answers: str) -> None:
+    """MODEL, texts and --file, and the table options: commands that answer each input text."""
+    p.add_argument("model", help=MODEL_HELP)
+    p.add_argument("texts", nargs="*", help="texts (or --file, or lines on standard input)")
+    p.add_argument("--file", help=FILE_HELP)
+    add_table_args(p, answers)
+    p.set_defaults(func=func)
+
+
+def add_predict(sub, commands) -> None:
+    predict = sub.add_parser(
+        "predict", parents=[SHARED["json"],
+        SHARED["export_dir"]], help="classify texts with an exported model",
+                             formatter_class=argparse.RawDescriptionHelpFormatter,
+                             description="Print label, probability and text for each input (tab-separated), or "
+                                         "write a table of predictions with --output.",
+                             epilog="""examples:
+  kpipe predict sentiment-bilstm "great crew, thanks!" "late again"
+  kpipe predict sentiment-bilstm --file tweets.txt --json
+  kpipe predict sentiment-bilstm --file tweets.csv --column text --output predictions.csv
+  kpipe predict imdb-bigrams --file reviews.parquet --column review --output predictions.parquet
+  kpipe predict imdb-bigrams --file 'reviews/*.parquet' --column review --output predictions/
+  kpipe predict vitaminc-minilm --pair "Paris: the city has 2.1 million people." "Paris has 5 million people."
+  kpipe predict vitaminc-minilm --file pairs.csv --column evidence --pair-column claim --output answers.csv
+""")
+    predict.add_argument("model", help="an export folder (saved_models/NAME/VERSION), a folder of versions, "
+                                       "or a pipeline name (its latest export)")
+    predict.add_argument("texts", nargs="*", help="texts to classify (else --file, else standard input)")
+    predict.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl; read by --column), a text file (one "
+                                        "per line), or shards (a quoted glob or a folder: one output shard each)")
+    predict.add_argument("--pair", nargs=2, action="append", metavar=("FIRST", "SECOND"),
+                         help="a pair of texts, for models trained on pairs (data.text_pair_column); repeatable")
+    predict.add_argument("--pair-column", help="pair models: the table --file's column of second texts (the "
+                                               "first from --column)")
+    add_table_args(predict, "the predicted label, its probability and every class's probability")
+    predict.set_defaults(func=commands.cmd_predict)
+
+
+def add_forecast(sub, commands) -> None:
+    forecast = sub.add_parser(
+        "forecast", parents=[SHARED["json"], SHARED["export_dir"]],
+        help="forecast the next horizon with an exported forecaster",
+        description="Read the most recent window of the model's feature columns from a CSV/TSV/Parquet file "
+                    "(oldest row first) and print the next horizon of the target, in original units.")
+    forecast.add_argument("model", help=MODEL_HELP)
+    forecast.add_argument("--input", required=True, metavar="FILE",
+                          help="table with the model's feature columns (see the export's features.json) and, "
+                               "optionally, its time column; at least `window` rows")
+    forecast.set_defaults(func=commands.cmd_forecast)
+
+
+def add_generate(sub, commands) -> None:
+    generate = sub.add_parser(
+        "generate", parents=[SHARED["json"],
+        SHARED["export_dir"]], help="sample names from an exported name generator",
+                              description="Sample new names, all in one batched call to the model.")
+    generate.add_argument("model", help=MODEL_HELP)
+    generate.add_argument("--prefix", default="", help='names start with this, e.g. "Al"')
+    generate.add_argument("--count", type=int, default=10, help="how many names (default 10)")
+    generate.add_argument("--temperature", type=float, default=1.0,
+                          help="> 0; below 1 gives safer, more typical names, above 1 wilder ones (default 1.0)")
+    generate.add_argument("--category", default="", help="e.g. a country such as italy (see the export's "
+                                                         "generator.json for the known ones)")
+    generate.add_argument("--top-k", type=int, default=0, help="sample only among the k likeliest characters "
+                                                               "(0 = all)")
+    generate.add_argument("--seed", type=int, help="same seed, same names")
+    generate.set_defaults(func=commands.cmd_generate)
+
+
+def add_text_commands(sub, commands) -> None:
+    translate = sub.add_parser(
+        "translate", parents=[SHARED["json"],
+        SHARED["export_dir"]], help="decode texts with an exported sequence-to-sequence model "
+                                                 "(e.g. spellings to phonemes)",
+                               description="Print each input and its decoded output, tab-separated. Unseen "
+                                           "characters map to the unknown token, an empty input gives an empty "
+                                           "output, inputs over the model's max_source_length are cut.")
+    add_model_and_texts(translate, commands.cmd_translate, answers="the decoded output")
+
+    embed = sub.add_parser(
+        "embed", parents=[SHARED["json"],
+        SHARED["export_dir"]], help="sentence embeddings from an exported transformer classifier",
+                           description="Print each text and its embedding (masked mean of the encoder outputs).")
+    add_model_and_texts(embed, commands.cmd_embed, answers="the embedding")
+
+    similar = sub.add_parser("similar", parents=[SHARED["export_dir"]],
+                             help="rank sentences by cosine similarity to a query",
+                             description="Embed the query and every sentence with an exported transformer "
+                                         "classifier; print the k closest, best first.")
+    similar.add_argument("model", help=MODEL_HELP)
+    similar.add_argument("--query", required=True, help="the sentence to compare with")
+    similar.add_argument("--file", help="sentences, one per line (default: standard input)")
+    similar.add_argument("-k", type=int, default=10, help="how many to print (default 10)")
+    similar.set_defaults(func=commands.cmd_similar)
+
+
+def add_tag(sub, commands) -> None:
+    tag = sub.add_parser(
+        "tag", parents=[SHARED["export_dir"]], help="mark the entities (or any tags) of texts with an exported tagger",
+        description="Print each text with its entities marked ([PER Barack Obama] visited [LOC Paris]); --format "
+                    "jsonl prints the words, their tags and the entities (label, character start and end, text, "
+                    "score) as JSON, one line per text. Words are split at spaces and around punctuation.")
+    add_model_and_texts(tag, commands.cmd_tag, answers="the entities")
+    tag.add_argument("--format", choices=("text", "jsonl"), default="text", help="text (default) or jsonl")

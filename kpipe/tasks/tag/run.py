@@ -1,0 +1,114 @@
+"""Tag every word: tagged sentences -> word, character and casing tables -> a tagger -> entity-level scores beside
+the most-frequent-tag and feature-CRF baselines -> a SavedModel that tags raw text."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import keras
+
+from kpipe.config.pipeline import PipelineConfig, RunResult
+from kpipe.datasets.tagged import TaggedSplits, load_tagged
+from kpipe.evaluation.tagging import baseline_metrics, comparison_table, tagging_metrics
+from kpipe.families.rnn_tagger.config import RNNTaggerConfig
+from kpipe.layers.crf import CRFLoss
+from kpipe.preprocessing.configs import TaggingPreprocessingConfig
+from kpipe.preprocessing.tagging import TaggerInputs, fit_tables, make_tagging_dataset, pad_words
+from kpipe.tasks.registry import family_spec
+from kpipe.tasks.tag.serving import TaggerServing, write_tagger_export
+from kpipe.training.run import Run
+from kpipe.vectors.alignment import align_to_vocabulary
+from kpipe.vectors.word_vectors import load_word_vectors
+
+log = logging.getLogger(__name__)
+
+PREDICT_BATCH = 256  # sentences per call when the test split is tagged
+
+
+def run_tag(config: PipelineConfig) -> RunResult:
+    """Train a tagger, score its entities against both baselines on the test split, and export it."""
+    with Run(config) as run:
+        return _run_tag(run, config)
+
+
+def _run_tag(run: Run, config: PipelineConfig) -> RunResult:
+    pre: TaggingPreprocessingConfig = config.preprocessing
+    splits = load_tagged(config.data)
+    vectors = (load_word_vectors(config.model.pretrained_embeddings, expected_dim=config.model.embedding_dim)
+               if config.model.pretrained_embeddings else None)  # loaded first, so a bad file fails in seconds
+    words, chars = fit_tables(splits.train, pre, extra_words=vectors.words if vectors else ())
+    inputs = TaggerInputs(words, chars, pre)
+    model_config = dataclasses.replace(config.model, vocabulary_size=inputs.vocabulary_size,
+                                       char_vocabulary_size=inputs.char_vocabulary_size, num_tags=len(splits.tags))
+    model, history, coverage = train(run, model_config, splits, inputs, vectors)
+    serving = TaggerServing(model, inputs, splits.tags)
+    predicted = tag_sentences(serving, [w for w, _ in splits.test])
+    metrics = {
+        **run.common_metrics(history),
+        "data": {"source": config.data.describe(), **splits.sizes(), "tags": splits.tags,
+                 "scheme": splits.scheme, "orphan_i_tags": splits.orphan_i_tags},
+        **tagging_metrics([t for _, t in splits.test], predicted),
+        "vocabulary_size": inputs.vocabulary_size, "embedding_coverage": coverage,
+    }
+    if config.evaluation.baseline:
+        metrics["baseline"] = baseline_metrics(splits.train, splits.test)
+    log.info("Test on %d sentences:\n%s", len(splits.test), comparison_table(metrics))
+    version_dir = run.publish(lambda path: write_tagger_export(
+        path, model=model, serving=serving, config=config, metrics=metrics, history=history, work_dir=run.work_dir,
+        tags=splits.tags, scheme=splits.scheme), data=splits.train)
+    return RunResult(version_dir, metrics, summary_text(metrics, splits, version_dir))
+
+
+def train(run: Run, model_config: RNNTaggerConfig, splits: TaggedSplits, inputs: TaggerInputs, vectors):
+    tag_ids = {tag: i for i, tag in enumerate(splits.tags)}
+    unknown = {t for _, tags in splits.validation + splits.test for t in tags} - set(tag_ids)
+    if unknown:
+        log.warning("Tags of the held-out splits that the training split lacks (read as O): %s", sorted(unknown))
+        tag_ids = {**{t: 0 for t in unknown}, **tag_ids}
+    batch = run.global_batch
+    datasets = {split: make_tagging_dataset(getattr(splits, split), tag_ids, inputs, batch_size=batch,
+                                            shuffle=split == "train", seed=run.config.training.seed)
+                for split in ("train", "validation")}
+    pretrained, coverage = None, None
+    if vectors is not None:
+        pretrained, found = align_to_vocabulary(vectors, ["", "[UNK]", *inputs_words(inputs)],
+                                                seed=run.config.training.seed)
+        coverage = found.as_dict()
+    crf_loss = CRFLoss()
+
+    def build():
+        model = family_spec("tag", model_config.family).build(model_config)
+        if pretrained is not None:  # assigned, not an initializer: kept out of the model's config
+            model.get_layer("embedding").embeddings.assign(pretrained)
+        if model_config.output == "crf":
+            crf_loss.crf = model.get_layer("crf")
+        return model
+
+    loss = crf_loss if model_config.output == "crf" else keras.losses.SparseCategoricalCrossentropy(ignore_class=-1)
+    model, history = run.train(build, loss=loss, metrics=[], train_data=datasets["train"],
+                               validation_data=datasets["validation"] if splits.validation else None)
+    return model, history, coverage
+
+
+def inputs_words(inputs: TaggerInputs) -> list[str]:
+    """The word table's words in id order (ids from 2)."""
+    keys, values = inputs.word_table.export()
+    order = values.numpy().argsort()
+    return [k.decode() for k in keys.numpy()[order]]
+
+
+def tag_sentences(serving: TaggerServing, sentences: list[list[str]]) -> list[list[str]]:
+    """The export's own `tag_tokens` on `sentences` (what the report scores is what the export answers)."""
+    tags = []
+    for start in range(0, len(sentences), PREDICT_BATCH):
+        chunk = sentences[start:start + PREDICT_BATCH]
+        out = serving.tag_tokens(pad_words(chunk))["tags"].numpy()
+        tags += [[t.decode() for t in row[:len(words)]] for row, words in zip(out, chunk)]
+    return tags
+
+
+def summary_text(metrics: dict, splits: TaggedSplits, version_dir) -> str:
+    lines = [f"Test on {len(splits.test)} sentences:", comparison_table(metrics), f"Exported to {version_dir}",
+             f'Try: kpipe tag {version_dir} "Barack Obama visited Paris last week"']
+    return "\n".join(lines)

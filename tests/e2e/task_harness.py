@@ -1,0 +1,104 @@
+"""The task harness: one small run per task, trained once per test session, and the checks every task's export
+must pass (tests/e2e/test_every_task.py), as tests/unit/families/harness.py does for the families. A task's own
+end-to-end file reads the same run (`task_run` in tests/conftest.py) for what only that task does.
+
+A `TaskCase` says how to train the run, which signature to answer with, on what inputs, and a command of another
+task that must refuse the export by naming the task's own command (`TaskSpec.command`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable
+
+from tests.helpers import SMALL, kpipe_in_process, write_hugging_face_checkpoint, write_reversal_pairs
+
+FORECAST_QUICK = ["--set", "preprocessing.window=96", "--set", "preprocessing.horizon=12", "--set",
+                  "preprocessing.season_length=48", "--set", "training.epochs=1", "--set", "model.units=[8]",
+                  "--set", "model.conv_filters=4", "--set", "model.linear_steps=96"]
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskRun:
+    folder: Path     # the working directory of the run: its saved_models/ and data files
+    export: Path     # the version folder it published
+    printed: str     # what `kpipe run` printed
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskCase:
+    """One task's small run and the inputs its export is checked on.
+
+    Args:
+        task: the registry's task name.
+        pipeline: the pipeline the run trains.
+        arguments: `kpipe run` arguments after the pipeline (its `--data`, `--set`s).
+        signature: the signature the checks call; `inputs` its inputs, by name, in TF Serving's columnar form.
+        wrong_command: a kpipe command for another task's exports (`EXPORT` stands for the folder).
+        prepare: writes the run's data or checkpoint into its folder first.
+        tolerance: absolute tolerance between the SavedModel and the server, and a float portable export.
+        shared: the name of a run in tests/conftest.py's SHARED_RUNS that serves as this task's run.
+    """
+
+    task: str
+    pipeline: str
+    arguments: tuple[str, ...]
+    signature: str
+    inputs: dict
+    wrong_command: tuple[str, ...]
+    prepare: Callable[[Path], None] | None = None
+    tolerance: float = 1e-5
+    shared: str = ""
+
+    def __repr__(self) -> str:
+        return self.task
+
+    def train(self, folder: Path) -> TaskRun:
+        if self.prepare:
+            self.prepare(folder)
+        code, printed = kpipe_in_process("run", self.pipeline, *self.arguments, cwd=folder)
+        assert code == 0, printed[-3000:]
+        return TaskRun(folder, folder / "saved_models" / self.pipeline / "1", printed)
+
+
+TASK_CASES = [
+    TaskCase("classify", "sentiment-bilstm", (), "serving_default",
+             {"text": ["@united thank you, the crew was great", "3 hours on the tarmac again", ""]},
+             ("forecast", "EXPORT", "--input", "recent.csv"), shared="sentiment-bilstm"),
+    TaskCase("embed", "minilm-embeddings",
+             ("--set", 'model.preset="checkpoint"', "--set", "data.limit=300", "--set",
+              "preprocessing.sequence_length=64"), "embed", {"text": ["a fine day", "lost my bag again"]},
+             ("translate", "EXPORT", "abc"), prepare=lambda folder: write_hugging_face_checkpoint(
+                 folder / "checkpoint", seed=3)),
+    TaskCase("forecast", "electricity-seasonal-ar", tuple(FORECAST_QUICK), "serve", {},  # inputs: from the data
+             ("generate", "EXPORT", "--count", "2")),
+    TaskCase("generate", "names-char",
+             ("--set", "training.epochs=1", "--set", "data.limit=3000", "--set", "model.units=[32]", "--set",
+              'data.categories=["italy", "japan", "germany"]'), "generate",
+             {"prefix": "Ma", "count": 3, "temperature": 1.0, "category": "italy", "top_k": 1, "seed": 1},
+             ("predict", "EXPORT", "some text")),
+    TaskCase("translate", "g2p-attention",
+             ("--data", "pairs.csv", "--set", "training.epochs=6", "--set", "training.learning_rate=0.01",
+              "--set", "model.average_epochs=3", *SMALL), "translate", {"source": ["abc", "hgfe", ""]},
+             ("embed", "EXPORT", "some text"),
+             prepare=lambda folder: write_reversal_pairs(folder / "pairs.csv", 3000, seed=0)),
+    TaskCase("word2vec", "word2vec-bible",
+             ("--set", "data.limit=3000", "--set", "training.epochs=1", "--set", "preprocessing.min_count=3",
+              "--set", "model.embedding_dim=16"), "embed", {"words": ["god", "no-such-word", ""]},
+             ("predict", "EXPORT", "some text")),
+]
+CASES = {case.task: case for case in TASK_CASES}
+
+
+def forecast_windows() -> list:
+    """Two windows of the embedded half-hourly demand, in original units (the forecast case's inputs)."""
+    import numpy as np
+    from pmdarima.datasets import load_taylor
+
+    series = load_taylor().astype("float32")
+    return np.stack([series[-96:], series[-192:-96]]).reshape(2, 96, 1).tolist()
+
+
+def inputs_of(case: TaskCase) -> dict:
+    return {"window": forecast_windows()} if case.task == "forecast" else case.inputs
