@@ -3,9 +3,8 @@ word ids (0 padding, 1 unknown), character ids (0 padding, 1 unknown) and a casi
 words with their character offsets, the tokenization of the export's `serving_default`.
 
 The tokenization: a word is a run of letters, digits, underscores, @ and # (handles and hashtags stay whole); every
-other character but a space is a word
-of its own ("Obama's" -> "Obama", "'", "s"; "U.S." -> "U", ".", "S", "."). CoNLL's files are closer to the Penn
-Treebank's ("U.S.", "'s"); `tag_tokens` takes words split the corpus's way.
+other character but a space is a word of its own ("Obama's" -> "Obama", "'", "s"; "U.S." -> "U", ".", "S", ".").
+CoNLL's files are closer to the Penn Treebank's ("U.S.", "'s"); `tag_tokens` takes words split the corpus's way.
 """
 
 from __future__ import annotations
@@ -22,10 +21,10 @@ PAD, UNKNOWN = 0, 1
 # Casing classes (id 0: padding), tested in this order: the first that matches.
 CASING_PATTERNS = (
     ("numeric", r"[0-9][0-9.,:/\-]*"),
+    ("has_digit", r".*[0-9].*"),  # "2nd", "F16"
     ("all_lower", r"[^\p{Lu}]*\p{Ll}[^\p{Lu}]*"),
     ("all_upper", r"[^\p{Ll}]*\p{Lu}[^\p{Ll}]*"),
     ("initial_upper", r"\p{Lu}.*"),
-    ("has_digit", r".*[0-9].*"),
 )  # anything else (punctuation, mixed case inside a word): "other"
 WORD_DELIMITERS = r"\s+|[^\p{L}\p{M}\p{N}_@#\s]"  # RE2's \w is ASCII only
 KEPT_DELIMITERS = r"[^\p{L}\p{M}\p{N}_@#\s]"

@@ -152,7 +152,8 @@ def test_pair_data_mistakes_get_one_line_and_write_nothing(folder, monkeypatch, 
     for name, args, expected in (
             ("sentiment-bigrams", ["--data", "broken.csv", *PAIRS[2:], "--set", 'model.weighting="tfidf"'],
              "2 of 60 rows have no 'claim'"),
-            ("sentiment-bigrams", [*PAIRS[:4], "--set", 'data.text_pair_column="claimz"'], "no column 'claimz'"),
+            ("sentiment-bigrams", [*PAIRS[:4], "--set", 'data.text_pair_column="claimz"', "--set",
+                                   'model.weighting="tfidf"'], "no column 'claimz'"),
             ("sentiment-bigrams", PAIRS, "model.weighting='nb' weighs the n-grams of one text"),
             ("sentiment-transformer", PAIRS, "reads one text; for pairs of texts")):
         assert main(["run", name, *args]) == 2

@@ -9,7 +9,8 @@ from kpipe.layers.settings import CELL_CLASSES
 
 TAGGER_OUTPUTS = ("softmax", "crf")
 CHAR_FEATURES = ("cnn", "lstm", "none")
-CASING_CLASSES = 7  # padding, numeric, all lower, all upper, initial upper, holds a digit, other (kpipe.preprocessing.tagging)
+# padding, numeric, holds a digit, all lower, all upper, initial upper, other (kpipe.preprocessing.tagging)
+CASING_CLASSES = 7
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

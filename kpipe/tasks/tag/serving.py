@@ -32,6 +32,8 @@ class TaggerServing(tf.Module):
 
     def tag_ids(self, tokens: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """(batch, words) tag ids and their probabilities (0 and 0 on padding)."""
+        width = tf.shape(tokens)[1]
+        tokens = tf.pad(tokens, [[0, 0], [0, tf.maximum(1 - width, 0)]], constant_values="")  # a batch of "" alone
         lengths = tf.reduce_sum(tf.cast(tf.not_equal(tokens, ""), tf.int32), axis=1)
         outputs = self.model(self.inputs(tokens), training=False)
         if self.crf is not None:
@@ -42,7 +44,7 @@ class TaggerServing(tf.Module):
             probabilities = tf.cast(outputs, tf.float32)
         present = tf.sequence_mask(lengths, tf.shape(tokens)[1])
         scores = tf.gather(probabilities, ids, batch_dims=2)
-        return tf.where(present, ids, 0), tf.where(present, scores, 0.0)
+        return tf.where(present, ids, 0)[:, :width], tf.where(present, scores, 0.0)[:, :width]
 
     def _tag_tokens(self, tokens):
         ids, scores = self.tag_ids(tokens)

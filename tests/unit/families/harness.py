@@ -67,7 +67,7 @@ def example_inputs(model: keras.Model, seed: int = 0):
 def example_targets(case: FamilyCase, outputs: np.ndarray, seed: int = 0) -> np.ndarray:
     """Targets of the outputs' shape for the case's loss: class ids, 0/1 labels or real values."""
     rng = np.random.default_rng(seed + 1)
-    if case.loss in ("sparse_categorical_crossentropy",) or isinstance(
+    if case.loss in ("sparse_categorical_crossentropy", "crf") or isinstance(
             case.loss, keras.losses.SparseCategoricalCrossentropy):
         return rng.integers(0, outputs.shape[-1], outputs.shape[:-1])
     if case.loss in ("binary_crossentropy", "negative_sampling"):
@@ -83,6 +83,10 @@ def _loss(case: FamilyCase):
 
 
 def compiled(case: FamilyCase, model: keras.Model) -> keras.Model:
+    if case.loss == "crf":  # the CRF's negative log-likelihood reads the model's own transition scores
+        from kpipe.layers.crf import CRFLoss
+        model.compile(optimizer=keras.optimizers.Adam(0.01), loss=CRFLoss(model.get_layer("crf")))
+        return model
     model.compile(optimizer=keras.optimizers.Adam(0.01), loss=_loss(case))
     return model
 
@@ -174,6 +178,14 @@ def _word2vec(family: str):
     return lambda: build(Word2VecConfig(family=family, embedding_dim=4, vocabulary_size=12))
 
 
+def _rnn_tagger(**kwargs):
+    from kpipe.families.rnn_tagger.config import RNNTaggerConfig
+    from kpipe.families.rnn_tagger.model import build_rnn_tagger
+    return lambda: build_rnn_tagger(RNNTaggerConfig(vocabulary_size=12, char_vocabulary_size=12, num_tags=5,
+                                                    embedding_dim=4, char_embedding_dim=3, char_units=4,
+                                                    casing_dim=2, units=(4,), **kwargs))
+
+
 SPARSE_CE = "sparse_categorical_crossentropy"
 LOGITS_CE = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -208,6 +220,9 @@ FAMILY_CASES = [
     FamilyCase("seq2seq_transformer", "seq2seq_transformer", _seq2seq_transformer(), SPARSE_CE, (BATCH, None, 12)),
     FamilyCase("skipgram", "skipgram", _word2vec("skipgram"), "negative_sampling", (BATCH, None),
                training_steps=2),
+    FamilyCase("rnn_tagger[crf, character CNN]", "rnn_tagger", _rnn_tagger(output="crf"), "crf", (BATCH, None, 5)),
+    FamilyCase("rnn_tagger[softmax, character BiLSTM]", "rnn_tagger",
+               _rnn_tagger(output="softmax", char_features="lstm"), SPARSE_CE, (BATCH, None, 5)),
     FamilyCase("cbow", "cbow", _word2vec("cbow"), "negative_sampling", (BATCH, None), training_steps=2),
 ]
 

@@ -1,0 +1,76 @@
+"""ner-tweets end to end on the task harness's small run: the report beside both baselines, the export's two
+signatures agreeing with each other and with the report, `kpipe tag` in a real process, and every mistake of a
+tagged file as one line with exit 2 and nothing written."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kpipe.cli.commands import main
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def exported(task_run):
+    run = task_run("tag")  # the task harness's run (tests/e2e/task_harness.py)
+    return run.folder, run.export
+
+
+def test_the_report_scores_entities_beside_both_baselines(exported):
+    _, export = exported
+    metrics = json.loads((export / "metrics.json").read_text())
+    assert 0 <= metrics["entity_f1"] <= 1 and metrics["token_accuracy"] > 0.8
+    for baseline in ("most_frequent_tag", "feature_crf"):
+        assert {"entity_f1", "entity_precision", "entity_recall", "per_type"} <= set(metrics["baseline"][baseline])
+    assert metrics["data"]["tags"][0] == "O" and len(metrics["data"]["tags"]) == 21  # 10 types, B- and I-
+
+
+def test_raw_text_and_pre_split_words_get_the_same_tags_and_entities_match_their_words(exported):
+    from kpipe.exports.saved_model import load_saved_model
+
+    _, export = exported
+    loaded = load_saved_model(export)
+    texts = ["Barack Obama visited Paris with @john", "I love New York and Justin Bieber !", ""]
+    raw = {k: v.numpy() for k, v in loaded.signatures["serving_default"](text=np.array(texts, dtype=object)).items()}
+    words = raw["words"]
+    split = loaded.signatures["tag_tokens"](tokens=words)
+    np.testing.assert_array_equal(split["tags"].numpy(), raw["tags"])
+    assert [w.decode() for w in words[0] if w] == ["Barack", "Obama", "visited", "Paris", "with", "@john"]
+    for i, text in enumerate(texts):  # each entity covers exactly the characters of its words
+        for label, start, end, covered in zip(raw["entity_labels"][i], raw["entity_starts"][i],
+                                              raw["entity_ends"][i], raw["entity_texts"][i]):
+            if label:
+                assert text[start:end] == covered.decode() and covered
+
+
+def test_kpipe_tag_marks_the_entities_in_a_fresh_process(exported, tmp_path):
+    folder, export = exported
+    out = subprocess.run([sys.executable, "-m", "kpipe", "tag", str(export), "Barack Obama visited Paris",
+                          "--format", "jsonl"], capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    answer = json.loads(out.stdout)
+    assert answer["words"] == ["Barack", "Obama", "visited", "Paris"] and len(answer["tags"]) == 4
+    from kpipe.tasks.tag.predict import marked
+    assert marked({"text": "Ann met Bo", "entities": [{"label": "PER", "start": 0, "end": 3},
+                                                     {"label": "PER", "start": 8, "end": 10}]}) == \
+        "[PER Ann] met [PER Bo]"
+
+
+@pytest.mark.parametrize("text, name, extra, message", [
+    ("EU B-ORG\nrejects VBZ O\n", "bad.txt", [], "bad.txt:2: 3 columns, but the file's first line has 2"),
+    ("EU B-ORG\nPeter PER\n", "bad.txt", [], "bad.txt:2: tag 'PER' is not O or B-TYPE/I-TYPE"),
+    ("", "bad.txt", [], "holds no sentences"),
+    ('{"tokens": ["a", "b"], "tags": ["O"]}\n', "bad.jsonl", [], "row 1 has 2 tokens but 1 tags"),
+])
+def test_a_bad_tagged_file_is_one_line_exit_2_and_nothing_written(tmp_path, monkeypatch, capsys, text, name, extra,
+                                                                   message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    assert main(["run", "ner-tweets", "--set", 'data.source="file"', "--set", f'data.path="{name}"', *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "saved_models").exists() or not any((tmp_path / "saved_models").rglob("saved_model.pb"))
