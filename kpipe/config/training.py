@@ -13,7 +13,8 @@ OPTIMIZER_CLASSES = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "sg
 LEARNING_RATE_SCHEDULES = ("constant", "cosine", "linear_warmup")
 # What early stopping can watch: a metric computed on the validation split (which tasks log which:
 # `kpipe.tasks.registry.TaskSpec.monitors`).
-EARLY_STOPPING_MONITORS = ("val_loss", "val_accuracy", "val_word_error_rate", "val_micro_f1", "val_bleu")
+EARLY_STOPPING_MONITORS = ("val_loss", "val_accuracy", "val_word_error_rate", "val_micro_f1", "val_bleu",
+                           "val_entity_f1")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -38,8 +39,9 @@ class TrainingConfig:
             and keep the best weights (0 = train all epochs).
         early_stopping_monitor: what early stopping watches and keeps the best epoch by: "val_loss"
             (every task), "val_accuracy" (classify), "val_micro_f1" (classify with several labels per text,
-            at a 0.5 threshold) or "val_word_error_rate" (translate: the validation sources decoded after
-            every epoch, greedy, scored as the test split is).
+            at a 0.5 threshold), "val_word_error_rate" or "val_bleu" (translate: the validation sources decoded
+            after every epoch, greedy, scored as the test split is) or "val_entity_f1" (tag: the validation
+            sentences tagged as the export tags them, entities scored conlleval's way).
         strategy: "auto" (multi_worker when TF_CONFIG describes a cluster; otherwise the default
             strategy on CPU, one device for one GPU, mirrored for several), "default", "one_device",
             "mirrored" (all GPUs; without GPUs, all logical CPUs), "multi_worker" (the cluster in

@@ -219,6 +219,12 @@ def classify_tuning_metric(config: "PipelineConfig") -> str:
     return "val_micro_f1" if config.data.multi_label else "val_accuracy"  # micro F1: several labels per text
 
 
+def tag_tuning_metric(config: "PipelineConfig") -> str:
+    """Entity F1 on the validation split, logged every epoch when there is one."""
+    data = config.data
+    return "val_entity_f1" if data.validation_fraction > 0 or data.validation_path else "val_loss"
+
+
 def translate_tuning_metric(config: "PipelineConfig") -> str:
     """WER or BLEU when the pipeline measures it every epoch, else the loss."""
     monitor = config.training.early_stopping_monitor
@@ -258,7 +264,7 @@ TASKS = {spec.name: spec for spec in (
              headline=("test_nll_per_char", "bigram_nll_per_char")),
     TaskSpec("tag", TaggedDataConfig, TaggingPreprocessingConfig, (rnn_tagger.SPEC,),
              "kpipe.tasks.tag.run:run_tag", command='kpipe tag EXPORT "Barack Obama visited Paris"',
-             tuning_metric=lambda config: "val_loss",
+             tuning_metric=tag_tuning_metric, monitors=("val_entity_f1",),
              headline=("entity_f1", "baseline.feature_crf.entity_f1", "baseline.most_frequent_tag.entity_f1")),
     TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, (seq2seq_attention.SPEC, seq2seq_transformer.SPEC),
              "kpipe.tasks.translate.run:run_translate", command="kpipe translate EXPORT WORD",

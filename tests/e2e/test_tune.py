@@ -181,32 +181,6 @@ def test_a_trial_left_running_without_a_heartbeat_is_failed_when_the_study_resum
     assert states(space) == ["COMPLETE", "FAIL", "COMPLETE"]
 
 
-@pytest.mark.slow  # trains
-def test_a_hopeless_trial_is_pruned_after_its_first_epoch_but_never_after_its_last(tmp_path, monkeypatch):
-    """Two good trials, then one whose learning rate (100) wrecks the naive-Bayes start the n-gram model has:
-    the pruner stops it at epoch 1. The same trial given one epoch completes: stopping it after its last epoch
-    would save nothing, and so would stopping the trial of the pipeline's own values (--include-defaults), whatever
-    its figures: it is the reference. (Through the median pruner; the other pruners on hand-made figures:
-    tests/unit/tuning/test_pruners.py.)"""
-    import optuna
-
-    from kpipe.tuning.space import parse_space
-    from kpipe.tuning.study import make_objective, make_pruner
-
-    monkeypatch.chdir(tmp_path)
-    dimensions = parse_space({"training.learning_rate": [0.001, 100.0], "training.epochs": [3, 1]}, source="test")
-    overrides = [o for o in TINY if o != "--set"] + ["data.limit=1000", "training.early_stopping_patience=0"]
-    study = optuna.create_study(direction="maximize", pruner=make_pruner("median"))
-    for lr, epochs in ((0, 0), (0, 0), (1, 0), (1, 1)):
-        study.enqueue_trial({"training.learning_rate": lr, "training.epochs": epochs})
-    study.enqueue_trial({"training.learning_rate": 1, "training.epochs": 0}, user_attrs={"defaults": True})
-    study.optimize(make_objective("sentiment-bigrams", overrides, dimensions, "val_accuracy", tmp_path / "t"),
-                   n_trials=5)
-    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "PRUNED", "COMPLETE", "COMPLETE"]
-    assert [t.user_attrs["epochs"] for t in study.trials] == [3, 3, 1, 1, 3]
-    assert study.trials[3].value < study.trials[0].value  # hopeless indeed, and kept
-
-
 @pytest.mark.parametrize("space_text, args, message", [
     ('"training.learnin_rate" = [0.1]\n', [], "refuses: unknown key 'training.learnin_rate' (did you mean "
                                               "'training.learning_rate'?)"),

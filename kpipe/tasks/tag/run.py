@@ -86,9 +86,28 @@ def train(run: Run, model_config: RNNTaggerConfig, splits: TaggedSplits, inputs:
         return model
 
     loss = crf_loss if model_config.output == "crf" else keras.losses.SparseCategoricalCrossentropy(ignore_class=-1)
+    scoring = [ValidationEntities(inputs, splits.tags, splits.validation)] if splits.validation else []
     model, history = run.train(build, loss=loss, metrics=[], train_data=datasets["train"],
-                               validation_data=datasets["validation"] if splits.validation else None)
+                               validation_data=datasets["validation"] if splits.validation else None,
+                               metric_callbacks=scoring)
     return model, history, coverage
+
+
+class ValidationEntities(keras.callbacks.Callback):
+    """After every epoch, tags the validation split as the export will (`TaggerServing.tag_tokens` on the live
+    weights) and adds `val_entity_f1` to the epoch's logs: in the history beside the loss, and what early stopping
+    can watch (`training.early_stopping_monitor = "val_entity_f1"`)."""
+
+    def __init__(self, inputs: TaggerInputs, tags: list[str], validation: list):
+        super().__init__()
+        self.inputs, self.tags, self.validation = inputs, tags, validation
+        self.serving = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.serving is None:
+            self.serving = TaggerServing(self.model, self.inputs, self.tags)
+        predicted = tag_sentences(self.serving, [words for words, _ in self.validation])
+        logs["val_entity_f1"] = tagging_metrics([tags for _, tags in self.validation], predicted)["entity_f1"]
 
 
 def inputs_words(inputs: TaggerInputs) -> list[str]:
