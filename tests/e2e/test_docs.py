@@ -3,6 +3,7 @@
 `run`, `show` and `tune`, its config (pipeline, --data, --set) passes every check; `list` and `show` run for
 real. The site builds with `mkdocs build --strict`, and its generated reference pages match the code."""
 
+import json
 import os
 import re
 import shlex
@@ -80,7 +81,46 @@ def test_every_kpipe_command_of_the_docs_parses_and_its_config_passes_every_chec
         assert main(words) == 0, capsys.readouterr().err
 
 
-def test_python_examples_run(in_tmp_cwd, capsys):
+@pytest.fixture
+def runs_of_the_session(shared_run, task_run, monkeypatch):
+    """`run_pipeline` that, for a config equal to one of the session's runs (the shared runs of tests/conftest.py,
+    the task harness's runs without data files), publishes a copy of that run's export instead of training it
+    again (the README's quick run is exactly one); any other config trains as written."""
+    import shutil
+
+    import kpipe.tasks.runner
+    from kpipe.config.pipeline import RunResult
+    from kpipe.exports.versions import write_version
+    from tests.conftest import SHARED_RUNS
+    from tests.e2e.task_harness import TASK_CASES
+
+    train = kpipe.tasks.runner.run_pipeline
+    runs = {name: (name, overrides, lambda name=name: shared_run(name).folder / "saved_models" / name / "1")
+            for name, overrides in SHARED_RUNS.items()}
+    runs.update({case.task: (case.pipeline, case.arguments, lambda task=case.task: task_run(task).export)
+                 for case in TASK_CASES if not case.shared and not case.prepare})
+    shared = {load_pipeline(pipeline, [o for o in overrides if o != "--set"]).fingerprint(): export
+              for pipeline, overrides, export in runs.values()}
+
+    resolving = []  # a session run not trained yet trains through run_pipeline itself: that call trains
+
+    def run_pipeline(config):
+        export = shared.get(config.fingerprint())
+        if export is None or resolving:
+            return train(config)
+        resolving.append(config.name)
+        try:
+            source = export()
+        finally:
+            resolving.pop()
+        root = Path(config.export.dir) / config.name
+        folder = write_version(root, lambda tmp: shutil.copytree(source, tmp, dirs_exist_ok=True))
+        return RunResult(folder, json.loads((folder / "metrics.json").read_text()), "")
+
+    monkeypatch.setattr(kpipe.tasks.runner, "run_pipeline", run_pipeline)
+
+
+def test_python_examples_run(in_tmp_cwd, capsys, runs_of_the_session):
     found = blocks("python")
     # The examples that train and export run first; the ones that load an export after them.
     found.sort(key=lambda item: "run_pipeline" not in item[1])
