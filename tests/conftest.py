@@ -32,6 +32,8 @@ SHARED_RUNS = {
     "sentiment-bilstm": ("--set", "training.epochs=1", "--set", "data.limit=600"),
     "sentiment-bigrams": ("--set", "data.limit=800", "--set", "training.epochs=1", "--set", "model.max_features=3000",
                           "--set", 'model.weighting="tfidf"', "--set", "model.hidden_units=8"),
+    # the quick run of docs/tasks/classify.md, read by tests/e2e/test_transformer_end_to_end.py
+    "sentiment-transformer": ("--set", "data.limit=1500", "--set", "training.epochs=1"),
 }
 
 

@@ -13,18 +13,17 @@ import tensorflow_text  # noqa: F401  (registers the WordPiece ops for the plain
 from kpipe.cli.commands import main
 from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.preprocessing.text import fit_vocabulary
-from tests.helpers import kpipe, kpipe_in_process, served_in_thread
+from tests.helpers import kpipe, served_in_thread
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("transformer")
-    # The README's quick run: the WordPiece vocabulary fitted for one is in the session's cache for the other.
-    assert kpipe_in_process("run", "sentiment-transformer", "--set", "data.limit=1500", "--set", "training.epochs=1",
-                            cwd=folder)[0] == 0
-    return folder, folder / "saved_models" / "sentiment-transformer" / "1"
+def exported(shared_run):
+    # The quick run of docs/tasks/classify.md, shared with the docs test (tests/conftest.py's SHARED_RUNS).
+    run = shared_run("sentiment-transformer")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.folder, run.folder / "saved_models" / "sentiment-transformer" / "1"
 
 
 def test_a_wordpiece_export_without_tensorflow_text_says_what_to_install(exported, tmp_path):
