@@ -110,5 +110,5 @@ def add_tag(sub, commands) -> None:
         description="Print each text with its entities marked ([PER Barack Obama] visited [LOC Paris]); --format "
                     "jsonl prints the words, their tags and the entities (label, character start and end, text, "
                     "score) as JSON, one line per text. Words are split at spaces and around punctuation.")
-    add_model_and_texts(tag, commands.cmd_tag, answers="the entities")
+    add_model_and_texts(tag, commands.cmd_tag, answers="the marked text, the tags and the entities (JSON)")
     tag.add_argument("--format", choices=("text", "jsonl"), default="text", help="text (default) or jsonl")

@@ -12,6 +12,7 @@ model loads.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -140,6 +141,13 @@ def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool,
 
             return pd.DataFrame({"embedding": [row.tolist() for row in embed_texts(model_dir, texts,
                                                                                    on_batch=bar.update)]})
+        if task == "tag":
+            from kpipe.tasks.tag.predict import marked, tag_texts
+
+            found = tag_texts(model_dir, texts, on_batch=bar.update)
+            # one string per cell, so every output format holds them: words and tags space-separated, entities as JSON
+            return pd.DataFrame({"marked": [marked(a) for a in found], "tags": [" ".join(a["tags"]) for a in found],
+                                 "entities": [json.dumps(a["entities"], ensure_ascii=False) for a in found]})
     raise ValueError(f"no batch prediction for task {task}")
 
 

@@ -112,15 +112,12 @@ def cmd_translate(args) -> int:
 def cmd_tag(args) -> int:
     table, output = _texts_and_output(args, "tag")
     model_dir = export_of(args, "tag", "kpipe tag", signature="tag_tokens")  # fails fast, before TensorFlow loads
+    if output:
+        return _write_answers(args, "tag", model_dir, table, output)
     from kpipe.tasks.tag.predict import marked, tag_texts
 
-    answers = tag_texts(model_dir, table.texts)
-    lines = [json.dumps(a, ensure_ascii=False) if args.format == "jsonl" or output else marked(a) for a in answers]
-    if output:
-        output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        print(f"Wrote {len(lines)} row{'s' if len(lines) != 1 else ''} to {output}")
-        return 0
-    print("\n".join(lines))
+    for answer in tag_texts(model_dir, table.texts):
+        print(json.dumps(answer, ensure_ascii=False) if args.format == "jsonl" else marked(answer))
     return 0
 
 

@@ -60,6 +60,27 @@ def test_kpipe_tag_marks_the_entities_in_a_fresh_process(exported, tmp_path):
         "[PER Ann] met [PER Bo]"
 
 
+@pytest.mark.parametrize("output", ["out.csv", "out.parquet"])
+def test_a_table_of_texts_gets_its_rows_back_with_the_marked_text_tags_and_entities(exported, tmp_path, monkeypatch,
+                                                                                    output):
+    import pandas as pd
+
+    from kpipe.tasks.tag.predict import marked, tag_texts
+
+    _, export = exported
+    monkeypatch.chdir(tmp_path)
+    texts = ["Barack Obama visited Paris", "I love New York", ""]
+    pd.DataFrame({"id": ["a", "b", "c"], "text": texts}).to_csv("in.csv", index=False)
+    assert main(["tag", str(export), "--file", "in.csv", "--output", output]) == 0
+    written = pd.read_csv(output, dtype=str, keep_default_na=False) if output.endswith(".csv") \
+        else pd.read_parquet(output)
+    expected = tag_texts(export, texts)
+    assert list(written["id"]) == ["a", "b", "c"] and list(written["text"]) == texts
+    assert list(written["marked"]) == [marked(a) for a in expected]
+    assert list(written["tags"]) == [" ".join(a["tags"]) for a in expected]
+    assert [json.loads(e) for e in written["entities"]] == [a["entities"] for a in expected]
+
+
 @pytest.mark.parametrize("text, name, extra, message", [
     ("EU B-ORG\nrejects VBZ O\n", "bad.txt", [], "bad.txt:2: 3 columns, but the file's first line has 2"),
     ("EU B-ORG\nPeter PER\n", "bad.txt", [], "bad.txt:2: tag 'PER' is not O or B-TYPE/I-TYPE"),

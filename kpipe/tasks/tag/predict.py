@@ -4,13 +4,14 @@ entities marked. Imports no training code."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 BATCH = 256  # texts per call of the SavedModel
 
 
-def tag_texts(model_dir: str | Path, texts: list[str]) -> list[dict]:
+def tag_texts(model_dir: str | Path, texts: list[str], on_batch: Callable[[int], None] | None = None) -> list[dict]:
     """One dict per text: "text", "words", "tags", "entities" ([{"label", "start", "end", "text", "score"}],
-    character offsets into the text, end exclusive)."""
+    character offsets into the text, end exclusive); `on_batch(n)` after each batch of n texts."""
     import tensorflow as tf
 
     from kpipe.exports.saved_model import load_saved_model
@@ -30,6 +31,8 @@ def tag_texts(model_dir: str | Path, texts: list[str]) -> list[dict]:
                                                                      out["entity_scores"][i]) if label]
             answers.append({"text": text, "words": words,
                             "tags": [t.decode() for t in out["tags"][i][:len(words)]], "entities": entities})
+        if on_batch:
+            on_batch(len(chunk))
     return answers
 
 
