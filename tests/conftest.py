@@ -55,30 +55,41 @@ class SharedRun:
 
 
 @pytest.fixture(scope="session")
-def shared_run(tmp_path_factory, worker_id):
+def once_per_session(tmp_path_factory, worker_id):
+    """`once_per_session(key, make)`: `make(folder)` run in a folder of its own by whichever xdist worker asks first
+    (the others wait for it), its JSON-able record kept for every later ask: (folder, record)."""
     # Under xdist every worker has its own basetemp inside one session folder: the runs live there.
     root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
 
-    def get(name: str) -> SharedRun:
-        folder, record = root / f"shared-{name}", root / f"shared-{name}.json"
-        with filelock.FileLock(str(root / f"shared-{name}.lock")):
+    def get(key: str, make) -> tuple[Path, dict]:
+        folder, record = root / key, root / f"{key}.json"
+        with filelock.FileLock(str(root / f"{key}.lock")):
             if not record.exists():
                 folder.mkdir()
-                run = kpipe("run", name, *SHARED_RUNS[name], cwd=folder, env=new_user_env())
-                record.write_text(json.dumps({"returncode": run.returncode, "stdout": run.stdout,
-                                              "stderr": run.stderr}))
-        return SharedRun(folder, **json.loads(record.read_text()))
+                record.write_text(json.dumps(make(folder)))
+        return folder, json.loads(record.read_text())
 
     return get
 
 
 @pytest.fixture(scope="session")
-def task_run(tmp_path_factory, worker_id, shared_run):
+def shared_run(once_per_session):
+    def train(name: str, folder: Path) -> dict:
+        run = kpipe("run", name, *SHARED_RUNS[name], cwd=folder, env=new_user_env())
+        return {"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr}
+
+    def get(name: str) -> SharedRun:
+        folder, record = once_per_session(f"shared-{name}", lambda folder: train(name, folder))
+        return SharedRun(folder, **record)
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def task_run(once_per_session, shared_run):
     """`task_run(task)`: the task harness's run of `task` (tests/e2e/task_harness.py), trained once per session by
     whichever xdist worker asks first. Read it only; a test that writes beside it works on a copy."""
     from tests.e2e.task_harness import CASES, TaskRun
-
-    root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
 
     def get(task: str) -> TaskRun:
         case = CASES[task]
@@ -86,13 +97,8 @@ def task_run(tmp_path_factory, worker_id, shared_run):
             run = shared_run(case.shared)
             assert run.returncode == 0, run.stderr[-3000:]
             return TaskRun(run.folder, run.folder / "saved_models" / case.pipeline / "1", run.stdout)
-        folder, record = root / f"task-{task}", root / f"task-{task}.json"
-        with filelock.FileLock(str(root / f"task-{task}.lock")):
-            if not record.exists():
-                folder.mkdir()
-                trained = case.train(folder)
-                record.write_text(json.dumps({"printed": trained.printed}))
-        return TaskRun(folder, folder / "saved_models" / case.pipeline / "1", json.loads(record.read_text())["printed"])
+        folder, record = once_per_session(f"task-{task}", lambda folder: {"printed": case.train(folder).printed})
+        return TaskRun(folder, folder / "saved_models" / case.pipeline / "1", record["printed"])
 
     return get
 

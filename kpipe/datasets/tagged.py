@@ -32,6 +32,8 @@ from kpipe.errors import DataError
 log = logging.getLogger(__name__)
 
 Sentence = tuple[list[str], list[str]]  # (words, tags)
+# Where a sentence was read: (file, its first line in a CoNLL file, or its row in a table, "line" or "row").
+Origin = tuple[str, int, str]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -96,8 +98,8 @@ class TaggedSplits:
 # === Reading one file ===
 
 def read_conll(path: Path, *, token_column: int = 0, tag_column: int = -1, encoding: str = "utf-8",
-               limit: int = 0) -> list[tuple[str, Sentence, str]]:
-    """(document key, (words, tags), "file:line") per sentence of a CoNLL column file.
+               limit: int = 0) -> list[tuple[str, Sentence, Origin]]:
+    """(document key, (words, tags), origin) per sentence of a CoNLL column file.
 
     Raises:
         DataError: a line with another number of columns than the file's first (naming file and line), a tag
@@ -112,7 +114,7 @@ def read_conll(path: Path, *, token_column: int = 0, tag_column: int = -1, encod
             parts = []
         if not parts:
             if words:
-                sentences.append((f"{path.name}:{document or start}", (words, tags), f"{path}:{start}"))
+                sentences.append((f"{path.name}:{document or start}", (words, tags), (str(path), start, "line")))
                 words, tags = [], []
                 if limit and len(sentences) >= limit:
                     break
@@ -130,14 +132,14 @@ def read_conll(path: Path, *, token_column: int = 0, tag_column: int = -1, encod
         words.append(parts[token_column])
         tags.append(parts[tag_column])
     if words and not (limit and len(sentences) >= limit):
-        sentences.append((f"{path.name}:{document or start}", (words, tags), f"{path}:{start}"))
+        sentences.append((f"{path.name}:{document or start}", (words, tags), (str(path), start, "line")))
     if not sentences:
         raise DataError(f"{path} holds no sentences (a CoNLL file has one word and its tag per line)")
     return sentences
 
 
-def read_token_table(path: Path, *, encoding: str = "utf-8", limit: int = 0) -> list[tuple[str, Sentence, str]]:
-    """(key, (words, tags), "file:row N") per row of a JSON Lines or Parquet file with `tokens` and `tags` list columns."""
+def read_token_table(path: Path, *, encoding: str = "utf-8", limit: int = 0) -> list[tuple[str, Sentence, Origin]]:
+    """(key, (words, tags), origin) per row of a JSON Lines or Parquet file with `tokens` and `tags` list columns."""
     frame = files.read_table(path, encoding=encoding)
     for column in ("tokens", "tags"):
         if column not in frame.columns:
@@ -149,7 +151,7 @@ def read_token_table(path: Path, *, encoding: str = "utf-8", limit: int = 0) -> 
         if len(words) != len(tags):
             raise DataError(f"{path}: row {row} has {len(words)} tokens but {len(tags)} tags; give one tag per token")
         if words:
-            sentences.append((f"{path.name}:{row}", (words, tags), f"{path}: row {row}"))
+            sentences.append((f"{path.name}:{row}", (words, tags), (str(path), row, "row")))
         if limit and len(sentences) >= limit:
             break
     if not sentences:
@@ -157,7 +159,7 @@ def read_token_table(path: Path, *, encoding: str = "utf-8", limit: int = 0) -> 
     return sentences
 
 
-def read_tagged_file(path: str | Path, config: TaggedDataConfig) -> list[tuple[str, Sentence, str]]:
+def read_tagged_file(path: str | Path, config: TaggedDataConfig) -> list[tuple[str, Sentence, Origin]]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
@@ -228,12 +230,12 @@ def splits_text(splits: dict) -> str:
 
 def _check_tags(keyed, given, config: TaggedDataConfig, scheme: str) -> None:
     for sentences in (keyed, *given.values()):
-        for _, (words, tags), where in sentences:
+        for _, (_, tags), (path, number, unit) in sentences:
             for offset, tag in enumerate(tags):
                 problem = tag_problem(tag, scheme)
                 if problem:
-                    line = where if ": row" in where else f"{where.rsplit(':', 1)[0]}:{int(where.rsplit(':', 1)[1]) + offset}"
-                    raise DataError(f"{line}: {problem}; set data.tag_scheme, or data.tag_column if the tags are "
+                    where = f"{path}: row {number}" if unit == "row" else f"{path}:{number + offset}"
+                    raise DataError(f"{where}: {problem}; set data.tag_scheme, or data.tag_column if the tags are "
                                     f"in another column (now {config.tag_column})")
 
 

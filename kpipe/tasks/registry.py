@@ -109,8 +109,8 @@ class TaskSpec:
 def check_classify_config(config: "PipelineConfig") -> None:
     model, prefix = config.model, "model."
     data: TextClassificationDataConfig = config.data
-    if data.source == "shards" and not CLASSIFY_FAMILIES[model.family].shards:
-        streaming = [family.name for family in CLASSIFY_FAMILIES.values() if family.shards]
+    if data.source == "shards" and not family_spec("classify", model.family).shards:
+        streaming = [family.name for family in TASKS["classify"].families if family.shards]
         raise ConfigError(f"model.family='{model.family}' reads its data in memory; sharded data (a glob or a folder "
                           f"of shards) takes one of the families {', '.join(streaming)}")
     if isinstance(model, EnsembleClassifierConfig):
@@ -237,11 +237,10 @@ def untunable(reason: str) -> Callable[["PipelineConfig"], str]:
     return refuse
 
 
-CLASSIFY_FAMILIES = {family.name: family for family in (
-    rnn_classifier.SPEC, transformer_classifier.SPEC, bag_of_ngrams.SPEC, ensemble.SPEC, pretrained_classifier.SPEC)}
-
 TASKS = {spec.name: spec for spec in (
-    TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig, tuple(CLASSIFY_FAMILIES.values()),
+    TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig,
+             (rnn_classifier.SPEC, transformer_classifier.SPEC, bag_of_ngrams.SPEC, ensemble.SPEC,
+              pretrained_classifier.SPEC),
              "kpipe.tasks.classify.run:run_classify", command='kpipe predict EXPORT "some text"',
              tuning_metric=classify_tuning_metric, monitors=("val_accuracy", "val_micro_f1"),
              trainers={"rnn_classifier": "kpipe.tasks.classify.members:train_sequence_model",

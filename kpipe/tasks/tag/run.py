@@ -41,7 +41,7 @@ def _run_tag(run: Run, config: PipelineConfig) -> RunResult:
     inputs = TaggerInputs(words, chars, pre)
     model_config = dataclasses.replace(config.model, vocabulary_size=inputs.vocabulary_size,
                                        char_vocabulary_size=inputs.char_vocabulary_size, num_tags=len(splits.tags))
-    model, history, coverage = train(run, model_config, splits, inputs, vectors)
+    model, history, coverage = train(run, model_config, splits, inputs, words, vectors)
     serving = TaggerServing(model, inputs, splits.tags)
     predicted = tag_sentences(serving, [w for w, _ in splits.test])
     metrics = {
@@ -60,7 +60,8 @@ def _run_tag(run: Run, config: PipelineConfig) -> RunResult:
     return RunResult(version_dir, metrics, summary_text(metrics, splits, version_dir))
 
 
-def train(run: Run, model_config: RNNTaggerConfig, splits: TaggedSplits, inputs: TaggerInputs, vectors):
+def train(run: Run, model_config: RNNTaggerConfig, splits: TaggedSplits, inputs: TaggerInputs, words: list[str],
+          vectors):
     tag_ids = {tag: i for i, tag in enumerate(splits.tags)}
     unknown = {t for _, tags in splits.validation + splits.test for t in tags} - set(tag_ids)
     if unknown:
@@ -72,7 +73,7 @@ def train(run: Run, model_config: RNNTaggerConfig, splits: TaggedSplits, inputs:
                 for split in ("train", "validation")}
     pretrained, coverage = None, None
     if vectors is not None:
-        pretrained, found = align_to_vocabulary(vectors, ["", "[UNK]", *inputs_words(inputs)],
+        pretrained, found = align_to_vocabulary(vectors, ["", "[UNK]", *words],  # ids 0, 1, then the table's
                                                 seed=run.config.training.seed)
         coverage = found.as_dict()
     crf_loss = CRFLoss()
@@ -108,13 +109,6 @@ class ValidationEntities(keras.callbacks.Callback):
             self.serving = TaggerServing(self.model, self.inputs, self.tags)
         predicted = tag_sentences(self.serving, [words for words, _ in self.validation])
         logs["val_entity_f1"] = tagging_metrics([tags for _, tags in self.validation], predicted)["entity_f1"]
-
-
-def inputs_words(inputs: TaggerInputs) -> list[str]:
-    """The word table's words in id order (ids from 2)."""
-    keys, values = inputs.word_table.export()
-    order = values.numpy().argsort()
-    return [k.decode() for k in keys.numpy()[order]]
 
 
 def tag_sentences(serving: TaggerServing, sentences: list[list[str]]) -> list[list[str]]:

@@ -70,16 +70,16 @@ class TaggerServing(tf.Module):
         first = inside & (tf.gather(self.begins, ids) | ~previous_inside | tf.not_equal(previous, kinds))
         number = tf.cumsum(tf.cast(first, tf.int32), axis=1) - 1  # each word's entity, within its text
         count = tf.reduce_sum(tf.cast(first, tf.int32), axis=1)
-        most = tf.maximum(tf.reduce_max(tf.concat([count, [0]], 0)), 0)
+        most = tf.reduce_max(tf.concat([count, [0]], 0))  # 0 for an empty batch
         rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids))
+        columns = tf.broadcast_to(tf.range(tf.shape(ids)[1])[None, :], tf.shape(ids))
         segment = tf.where(inside, rows * most + number, tf.shape(ids)[0] * most)  # outside: a dropped segment
         segments = tf.shape(ids)[0] * most + 1
         flat = lambda t: tf.reshape(t, [-1])  # noqa: E731
         start = tf.math.unsorted_segment_min(flat(starts), flat(segment), segments)[:-1]
         end = tf.math.unsorted_segment_max(flat(ends), flat(segment), segments)[:-1]
         score = tf.math.unsorted_segment_mean(flat(scores), flat(segment), segments)[:-1]
-        first_word = tf.math.unsorted_segment_min(flat(rows * 0 + tf.range(tf.shape(ids)[1])[None, :]), flat(segment),
-                                                  segments)[:-1]
+        first_word = tf.math.unsorted_segment_min(flat(columns), flat(segment), segments)[:-1]
         shape = tf.stack([tf.shape(ids)[0], most])
         start, end, score = tf.reshape(start, shape), tf.reshape(end, shape), tf.reshape(score, shape)
         first_word = tf.reshape(first_word, shape)
