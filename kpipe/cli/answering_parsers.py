@@ -61,20 +61,47 @@ def add_forecast(sub, commands) -> None:
 
 def add_generate(sub, commands) -> None:
     generate = sub.add_parser(
-        "generate", parents=[SHARED["json"],
-        SHARED["export_dir"]], help="sample names from an exported name generator",
-                              description="Sample new names, all in one batched call to the model.")
+        "generate", parents=[SHARED["json"], SHARED["export_dir"]],
+        help="write text from a prompt (language models) or sample names (name generators)",
+        description="With a language model (task lm): continue --prompt, greedy unless --temperature, --top-k or "
+                    "--top-p say otherwise. With a name generator (task generate): sample --count new names, all in "
+                    "one batched call.",
+        epilog='examples:\n  kpipe generate lm-bible --prompt "In the beginning" --top-p 0.9 --seed 1\n'
+               "  kpipe generate names-char --prefix Al --count 10 --temperature 0.8",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     generate.add_argument("model", help=MODEL_HELP)
-    generate.add_argument("--prefix", default="", help='names start with this, e.g. "Al"')
-    generate.add_argument("--count", type=int, default=10, help="how many names (default 10)")
-    generate.add_argument("--temperature", type=float, default=1.0,
-                          help="> 0; below 1 gives safer, more typical names, above 1 wilder ones (default 1.0)")
-    generate.add_argument("--category", default="", help="e.g. a country such as italy (see the export's "
-                                                         "generator.json for the known ones)")
-    generate.add_argument("--top-k", type=int, default=0, help="sample only among the k likeliest characters "
-                                                               "(0 = all)")
-    generate.add_argument("--seed", type=int, help="same seed, same names")
+    lm = generate.add_argument_group("language models (task lm)")
+    lm.add_argument("--prompt", action="append", default=[], help="text to continue (repeat it for several prompts)")
+    lm.add_argument("--max-new-tokens", type=int, default=0, metavar="N",
+                    help="tokens to write after the prompt (default: 64, or what the context leaves)")
+    lm.add_argument("--top-p", type=float, default=1.0, help="sample from the smallest set of tokens whose "
+                                                              "probabilities reach p, in (0, 1] (default 1 = all)")
+    names = generate.add_argument_group("name generators (task generate)")
+    names.add_argument("--prefix", default="", help='names start with this, e.g. "Al"')
+    names.add_argument("--count", type=int, default=10, help="how many names (default 10)")
+    names.add_argument("--category", default="", help="e.g. a country such as italy (see the export's "
+                                                      "generator.json for the known ones)")
+    both = generate.add_argument_group("sampling (both)")
+    both.add_argument("--temperature", type=float, default=None,
+                      help="below 1 safer, more typical text, above 1 wilder (names: > 0, default 1; language "
+                           "models: default 0 = greedy unless --top-k or --top-p is given, then 1)")
+    both.add_argument("--top-k", type=int, default=0, help="sample only among the k likeliest tokens or "
+                                                            "characters (0 = all)")
+    both.add_argument("--seed", type=int, help="same seed, same text")
     generate.set_defaults(func=commands.cmd_generate)
+
+
+def add_perplexity(sub, commands) -> None:
+    perplexity = sub.add_parser(
+        "perplexity", parents=[SHARED["json"], SHARED["export_dir"]],
+        help="score a text file with an exported language model (perplexity per word, bits per character)",
+        description="Scores the documents of --file with the export's `score` signature: perplexity per "
+                    "whitespace-separated word and bits per character, figures that compare across tokenizers.")
+    perplexity.add_argument("model", help=MODEL_HELP)
+    perplexity.add_argument("--file", required=True, help="a UTF-8 text file (.gz too): a document per line, or per "
+                                                          "paragraph with --paragraphs")
+    perplexity.add_argument("--paragraphs", action="store_true", help="documents are separated by blank lines")
+    perplexity.set_defaults(func=commands.cmd_perplexity)
 
 
 def add_text_commands(sub, commands) -> None:

@@ -22,7 +22,10 @@ def _read_lines(stream_bytes: bytes, source: str) -> list[str]:
         line = stream_bytes[:error.start].count(b"\n") + 1
         raise KpipeError(f"{source} is not valid UTF-8 (line {line}, byte 0x{stream_bytes[error.start]:02x}); "
                          "re-save it as UTF-8") from None
-    return [line for line in text.splitlines() if line.strip()]
+    # One text per "\n" line, blank lines kept: the answers line up with the input's lines (str.splitlines would
+    # also split on form feeds, U+2028 and others inside a text).
+    text = text.removeprefix("\ufeff").removesuffix("\n")
+    return [line.removesuffix("\r") for line in text.split("\n")] if text else []
 
 
 def _existing_file(option: str, path: str) -> Path:
@@ -32,16 +35,18 @@ def _existing_file(option: str, path: str) -> Path:
     return Path(path)
 
 
-def file_lines(option: str, path: str) -> list[str]:
-    """The non-blank lines of the file an option names (UTF-8); one clear error if it is missing."""
-    return _read_lines(_existing_file(option, path).read_bytes(), path)
+def file_lines(option: str, path: str, keep_blank: bool = False) -> list[str]:
+    """The lines of the file an option names (UTF-8; the non-blank ones unless `keep_blank`); one clear error if
+    it is missing."""
+    lines = _read_lines(_existing_file(option, path).read_bytes(), path)
+    return lines if keep_blank else [line for line in lines if line.strip()]
 
 
 def _input_texts(args, verb: str) -> list[str]:
     """Texts from the arguments, then --file, else standard input (one per line)."""
     texts = list(getattr(args, "texts", []))  # `similar` takes its sentences from --file or stdin only
     if args.file:
-        texts += file_lines("--file", args.file)
+        texts += file_lines("--file", args.file, keep_blank=True)  # an answer per line: they line up
     if not texts and not sys.stdin.isatty():
         texts = _read_lines(sys.stdin.buffer.read(), "standard input")
     if not texts:
@@ -58,7 +63,8 @@ def _texts_and_output(args, verb: str):
     from kpipe.cli import batch_predict
     from kpipe.datasets.files import is_table
 
-    output = batch_predict.check_output(args.output, args.file) if args.output else None
+    output = (batch_predict.check_output(args.output, args.file, overwrite=getattr(args, "overwrite", False))
+              if args.output else None)
     pairs, pair_column = getattr(args, "pair", None), getattr(args, "pair_column", None)
     if pairs:
         if getattr(args, "texts", None) or args.file:
@@ -258,10 +264,57 @@ def cmd_forecast(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    model_dir = Path(args.model) if is_portable(args.model) else export_of(args, "generate", "kpipe generate")
+    if is_portable(args.model):
+        model_dir, task = Path(args.model), "generate"
+    else:
+        from kpipe.exports.open import open_export
+
+        opened = open_export(args.model, task=("lm", "generate"), command="kpipe generate",
+                             export_dir=args.export_dir, load="nothing")
+        model_dir, task = opened.path, opened.manifest["task"]
+    if task == "lm":
+        return _write_text(args, model_dir)
+    if args.prompt or args.max_new_tokens or args.top_p != 1.0:
+        raise KpipeError("--prompt, --max-new-tokens and --top-p are for language models (task lm); a name "
+                         "generator takes --prefix, --count, --category, --temperature, --top-k and --seed")
+    if not is_portable(args.model):
+        import_tensorflow_quietly()
     from kpipe.tasks.generate.predict import generate_names
 
-    names = generate_names(model_dir, prefix=args.prefix, count=args.count, temperature=args.temperature,
+    names = generate_names(model_dir, prefix=args.prefix, count=args.count,
+                           temperature=1.0 if args.temperature is None else args.temperature,
                            category=args.category, top_k=args.top_k, seed=args.seed)
     print(json.dumps(names, ensure_ascii=False) if args.json else "\n".join(names))
+    return 0
+
+
+def _write_text(args, model_dir: Path) -> int:
+    """`kpipe generate` with a language model: each --prompt's continuation."""
+    from kpipe.tasks.lm.predict import SamplerSettings, write
+
+    if not args.prompt:
+        raise KpipeError('a language model continues a prompt: pass --prompt "some text"')
+    if args.prefix or args.category or args.count != 10:
+        raise KpipeError("--prefix, --count and --category are for name generators (task generate); a language "
+                         "model takes --prompt, --max-new-tokens, --temperature, --top-k, --top-p and --seed")
+    settings = SamplerSettings.from_options(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed)
+    import_tensorflow_quietly()
+    for prompt, text in zip(args.prompt, write(model_dir, args.prompt, settings)):
+        print(json.dumps({"prompt": prompt, "text": text}, ensure_ascii=False) if args.json else prompt + text)
+    return 0
+
+
+def cmd_perplexity(args) -> int:
+    from kpipe.tasks.lm.predict import read_documents_file
+
+    documents = read_documents_file(args.file, paragraphs=args.paragraphs)
+    model_dir = export_of(args, "lm", "kpipe perplexity", signature="score")
+    from kpipe.tasks.lm.predict import perplexity
+
+    figures = perplexity(model_dir, documents)
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        print(f"{figures['perplexity_per_word']:.2f} perplexity per word, {figures['bits_per_character']:.4f} bits per "
+              f"character ({figures['documents']} documents, {figures['words']} words, {figures['tokens']} tokens)")
     return 0

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import types
 
-from kpipe.cli.answering_parsers import add_forecast, add_generate, add_predict, add_tag, add_text_commands
+from kpipe.cli.answering_parsers import (add_forecast, add_generate, add_perplexity, add_predict, add_tag,
+                                         add_text_commands)
 from kpipe.cli.arguments import SHARED
 
 EXAMPLES = """\
@@ -25,6 +26,9 @@ examples:
   kpipe serve sentiment-bilstm electricity-seasonal-ar --port 8501
   kpipe run names-char
   kpipe generate names-char --prefix Al --count 10 --temperature 0.8 --category italy
+  kpipe run lm-bible
+  kpipe generate lm-bible --prompt "In the beginning" --top-p 0.9 --seed 1
+  kpipe perplexity lm-bible --file chapter.txt
   kpipe run electricity-seasonal-ar
   kpipe forecast electricity-seasonal-ar --input recent.csv
   kpipe run g2p-attention
@@ -54,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (add_setup_commands, add_run_commands, add_tune, add_predict, add_export, add_serve, add_forecast,
-                add_generate, add_text_commands, add_tag, add_word_commands, add_map, add_compare):
+                add_generate, add_perplexity, add_text_commands, add_tag, add_word_commands, add_map, add_compare):
         add(sub, handlers)
     return parser
 

@@ -209,3 +209,22 @@ class TaggingPreprocessingConfig:
         check_range("vocabulary_size", self.vocabulary_size, low=3)
         check_range("min_count", self.min_count, low=1)
         check_range("max_word_length", self.max_word_length, low=1)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LanguageModelPreprocessingConfig:
+    """How a language model's text becomes tokens (`kpipe.preprocessing.byte_bpe`).
+
+    Args:
+        vocabulary_size: tokens of the byte-level BPE learnt on the training split (256 bytes, the end-of-text token
+            and the merges).
+        sequence_length: tokens the model reads at once: training windows, and the most a prompt plus its
+            continuation can hold.
+    """
+
+    vocabulary_size: int = 8000
+    sequence_length: int = 128
+
+    def __post_init__(self):
+        check_range("vocabulary_size", self.vocabulary_size, low=300)
+        check_range("sequence_length", self.sequence_length, low=8)

@@ -14,6 +14,7 @@ from kpipe.config.pipeline import NAME_PATTERN, EvaluationConfig, ExportConfig, 
 from kpipe.config.strict import from_dict
 from kpipe.config.training import TrainingConfig
 from kpipe.datasets.corpus import CorpusDataConfig
+from kpipe.datasets.documents import DocumentsDataConfig
 from kpipe.datasets.names import NamesDataConfig
 from kpipe.datasets.pairs import PairsDataConfig
 from kpipe.datasets.tagged import TaggedDataConfig
@@ -25,6 +26,7 @@ from kpipe.families import (
     char_rnn,
     char_transformer,
     ensemble,
+    gpt,
     pretrained_classifier,
     rnn_classifier,
     rnn_forecaster,
@@ -43,6 +45,7 @@ from kpipe.families.spec import FamilySpec, resolve
 from kpipe.families.transformer_classifier.config import TransformerClassifierConfig
 from kpipe.preprocessing.configs import (
     NamesPreprocessingConfig,
+    LanguageModelPreprocessingConfig,
     PairPreprocessingConfig,
     SkipGramConfig,
     TaggingPreprocessingConfig,
@@ -261,6 +264,10 @@ TASKS = {spec.name: spec for spec in (
              "kpipe.tasks.generate.run:run_generate", command="kpipe generate EXPORT --count 10",
              tuning_metric=lambda config: "val_loss",  # NLL per character
              headline=("test_nll_per_char", "bigram_nll_per_char")),
+    TaskSpec("lm", DocumentsDataConfig, LanguageModelPreprocessingConfig, (gpt.SPEC,),
+             "kpipe.tasks.lm.run:run_lm", command='kpipe generate EXPORT --prompt "In the beginning"',
+             tuning_metric=lambda config: "val_loss",  # NLL per token: the tokenizer is fixed by the data
+             headline=("test.perplexity_per_word", "baseline.test.perplexity_per_word", "test.bits_per_character")),
     TaskSpec("tag", TaggedDataConfig, TaggingPreprocessingConfig, (rnn_tagger.SPEC,),
              "kpipe.tasks.tag.run:run_tag", command='kpipe tag EXPORT "Barack Obama visited Paris"',
              tuning_metric=tag_tuning_metric, monitors=("val_entity_f1",),

@@ -186,6 +186,13 @@ def _rnn_tagger(**kwargs):
                                                     casing_dim=2, units=(4,), **kwargs))
 
 
+def _gpt():
+    from kpipe.families.gpt.config import GPTConfig
+    from kpipe.families.gpt.model import build_gpt
+    return lambda: build_gpt(GPTConfig(vocabulary_size=12, max_sequence_length=8, num_layers=1, num_heads=2,
+                                       hidden_dim=8, intermediate_dim=16, dropout=0.0))
+
+
 SPARSE_CE = "sparse_categorical_crossentropy"
 LOGITS_CE = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -223,6 +230,7 @@ FAMILY_CASES = [
     FamilyCase("rnn_tagger[crf, character CNN]", "rnn_tagger", _rnn_tagger(output="crf"), "crf", (BATCH, None, 5)),
     FamilyCase("rnn_tagger[softmax, character BiLSTM]", "rnn_tagger",
                _rnn_tagger(output="softmax", char_features="lstm"), SPARSE_CE, (BATCH, None, 5)),
+    FamilyCase("gpt", "gpt", _gpt(), LOGITS_CE, (BATCH, None, 12)),
     FamilyCase("cbow", "cbow", _word2vec("cbow"), "negative_sampling", (BATCH, None), training_steps=2),
 ]
 

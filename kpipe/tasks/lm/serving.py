@@ -1,0 +1,157 @@
+"""The language-model export's signatures, all on raw strings, all in one graph:
+
+- `serving_default`: prompt -> text (its greedy continuation, `DEFAULT_NEW_TOKENS` tokens at most);
+- `generate`: prompt, max_new_tokens, temperature, top_k, top_p, seed -> text (temperature 0 = greedy);
+- `score`: text -> log_likelihood (total, nats), words, characters, tokens: perplexity on any text.
+
+Generation runs keras-hub's samplers over `GPT2CausalLM.call_with_cache` (key/value caches, one position per step),
+as keras-hub's own `generate_step` does; the tokenizer is keras-hub's `BytePairTokenizer` with the learnt BPE.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import keras
+import keras_hub
+import tensorflow as tf
+
+from kpipe.evaluation import reporting
+from kpipe.exports import run_files, saved_model
+from kpipe.preprocessing.byte_bpe import TOKENIZER_FILE, ByteBPE
+from kpipe.tasks.lm.predict import SETTINGS_FILE
+
+DEFAULT_NEW_TOKENS = 64
+
+
+class LanguageModelServing(tf.Module):
+    """The trained model, its tokenizer and its samplers behind the export's three signatures."""
+
+    def __init__(self, model: keras.Model, bpe: ByteBPE, sequence_length: int):
+        super().__init__()
+        self.model, self.sequence_length = model, sequence_length
+        self.tokenizer = bpe.in_graph()
+        self.end_of_text = bpe.end_of_text
+        self.greedy = keras_hub.samplers.GreedySampler()
+        self.sampling = keras_hub.samplers.TopPSampler(p=1.0, seed=0)  # p, k, temperature set per call
+        self.seed_state = self.sampling.seed_generator.state  # tracked: the export keeps it
+        strings = tf.TensorSpec([None], tf.string)
+        self.generate = tf.function(self._generate, input_signature=[
+            tf.TensorSpec([None], tf.string, name="prompt"), tf.TensorSpec([], tf.int32, name="max_new_tokens"),
+            tf.TensorSpec([], tf.float32, name="temperature"), tf.TensorSpec([], tf.int32, name="top_k"),
+            tf.TensorSpec([], tf.float32, name="top_p"), tf.TensorSpec([], tf.int32, name="seed")])
+        self.serve = tf.function(lambda prompt: self._generate(prompt, tf.constant(-1), tf.constant(0.0),
+                                                               tf.constant(0), tf.constant(1.0), tf.constant(-1)),
+                                 input_signature=[tf.TensorSpec([None], tf.string, name="prompt")])
+        self.score = tf.function(self._score, input_signature=[tf.TensorSpec.from_spec(strings, name="text")])
+
+    # === Generation ===
+
+    def _generate(self, prompt, max_new_tokens, temperature, top_k, top_p, seed):
+        vocabulary = self.model.backbone.vocabulary_size
+        checks = [
+            tf.debugging.assert_none_equal(max_new_tokens, 0, message="max_new_tokens must be > 0"),
+            tf.debugging.assert_greater_equal(max_new_tokens, -1, message="max_new_tokens must be > 0"),
+            tf.debugging.assert_greater_equal(temperature, 0.0, message="temperature must be >= 0 (0 = greedy)"),
+            tf.debugging.assert_greater(top_p, 0.0, message="top_p must be in (0, 1]"),
+            tf.debugging.assert_less_equal(top_p, 1.0, message="top_p must be in (0, 1]"),
+            tf.debugging.assert_non_negative(top_k, message="top_k must be >= 0 (0 = every token)"),
+            tf.debugging.assert_less_equal(top_k, vocabulary, message="top_k is larger than the vocabulary"),
+        ]
+        with tf.control_dependencies(checks):
+            ids = self._with_start(prompt)
+        lengths = tf.cast(ids.row_lengths(), tf.int32)
+        tf.debugging.assert_less(tf.reduce_max(lengths), self.sequence_length, message=(
+            f"the prompt is longer than the model's context of {self.sequence_length} tokens; shorten it"))
+        max_new_tokens = tf.where(max_new_tokens < 0,  # serving_default: as many as fit, DEFAULT_NEW_TOKENS at most
+                                  tf.minimum(DEFAULT_NEW_TOKENS, self.sequence_length - tf.reduce_max(lengths)),
+                                  max_new_tokens)
+        total = tf.reduce_max(lengths) + max_new_tokens
+        tf.debugging.assert_less_equal(total, self.sequence_length, message=(
+            f"the prompt's tokens plus max_new_tokens exceed the model's context of {self.sequence_length} tokens"))
+        # Padding must not be the stop token: keras-hub's samplers stop when every row holds one outside its prompt.
+        token_ids = padded(ids, total, value=self.end_of_text + 1)
+        padding_mask = tf.sequence_mask(lengths, total)
+        cache = self._empty_cache(token_ids)
+        _, _, cache = self.model.call_with_cache(token_ids, cache, 0)
+
+        def next_token(prompt_ids, cache, index):  # keras-hub's contract: the logits after position index - 1
+            step = tf.slice(prompt_ids, [0, index - 1], [-1, 1])
+            logits, hidden, cache = self.model.call_with_cache(step, cache, index - 1)
+            return logits[:, 0, :], hidden[:, 0, :], cache
+
+        def sample(sampler):
+            return sampler(next=next_token, prompt=token_ids, cache=cache, index=tf.reduce_min(lengths),
+                           mask=padding_mask, stop_token_ids=[self.end_of_text])
+
+        def sampled():
+            self.seed_state.assign(tf.where(seed >= 0, tf.cast(tf.stack([seed, 0]), self.seed_state.dtype),
+                                            self.seed_state))
+            sampler = copy.copy(self.sampling)  # the same seed generator; this call's settings
+            sampler.p, sampler.temperature = top_p, temperature
+            sampler.k = tf.where(top_k > 0, top_k, vocabulary)
+            return sample(sampler)
+
+        out = tf.cond(temperature > 0, sampled, lambda: sample(self.greedy))
+        return {"text": self._continuations(out, lengths, max_new_tokens)}
+
+    def _with_start(self, texts):
+        """Each text's tokens after the end-of-text token that starts every document (ragged)."""
+        ids = tf.cast(self.tokenizer(texts), tf.int32)
+        start = tf.fill([tf.shape(texts)[0], 1], self.end_of_text)
+        return tf.concat([tf.RaggedTensor.from_tensor(start), ids], axis=1)
+
+    def _empty_cache(self, token_ids):
+        backbone = self.model.backbone
+        shape = [tf.shape(token_ids)[0], backbone.num_layers, 2, tf.shape(token_ids)[1], backbone.num_heads,
+                 backbone.hidden_dim // backbone.num_heads]
+        return tf.zeros(shape, self.model.compute_dtype)
+
+    def _continuations(self, token_ids, lengths, max_new_tokens):
+        """The tokens after each prompt, up to its first end-of-text and at most max_new_tokens, as text."""
+        positions = tf.range(tf.shape(token_ids)[1])[None, :]
+        after = (positions >= lengths[:, None]) & (positions < lengths[:, None] + max_new_tokens)
+        ended = tf.math.cumsum(tf.cast(after & tf.equal(token_ids, self.end_of_text), tf.int32), axis=1) > 0
+        keep = after & ~ended
+        kept = tf.ragged.boolean_mask(token_ids, keep)
+        return self.tokenizer.detokenize(kept)
+
+    # === Scoring ===
+
+    def _score(self, text):
+        """ln p(text) under the model, its tokens read after the end-of-text token; texts longer than the context
+        are read in consecutive windows of `sequence_length` tokens (each window starts afresh)."""
+        ids = self._with_start(text)
+        inputs, targets = ids[:, :-1], ids[:, 1:]
+        lengths = tf.cast(targets.row_lengths(), tf.int32)
+        window = self.sequence_length
+        width = tf.maximum((tf.reduce_max(lengths) + window - 1) // window, 1) * window
+        dense_inputs = tf.reshape(padded(inputs, width), [-1, window])
+        dense_targets = tf.reshape(padded(targets, width), [-1, window])
+        mask = tf.reshape(tf.sequence_mask(lengths, width), [-1, window])
+        logits = self.model({"token_ids": dense_inputs, "padding_mask": mask}, training=False)
+        logits = tf.cast(logits, tf.float32)
+        token_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(dense_targets, logits)
+        token_log_probs = tf.where(mask, token_log_probs, 0.0)
+        per_text = tf.reduce_sum(tf.reshape(token_log_probs, [tf.shape(text)[0], -1]), axis=1)
+        word_counts = tf.cast(tf.strings.split(text).row_lengths(), tf.int32)
+        return {"log_likelihood": per_text, "words": word_counts, "tokens": lengths,
+                "characters": tf.strings.length(text, unit="UTF8_CHAR")}
+
+
+def padded(ragged: tf.RaggedTensor, width, value: int = 0) -> tf.Tensor:
+    """`ragged` as a dense (rows, width) tensor, padded on the right with `value` (masked wherever it is read)."""
+    dense = ragged.to_tensor(default_value=value)
+    return tf.pad(dense, [[0, 0], [0, width - tf.shape(dense)[1]]], constant_values=value)
+
+
+def write_language_model_export(path: Path, *, model: keras.Model, serving: LanguageModelServing, config,
+                                metrics: dict, history: list[dict], work_dir: Path, bpe: ByteBPE) -> None:
+    """The SavedModel (`serving_default`, `generate`, `score`), the run files, and the tokenizer beside them."""
+    saved_model.write_saved_model(path, tracked=[model, serving], endpoints={
+        "serving_default": serving.serve, "generate": serving.generate, "score": serving.score})
+    run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
+    bpe.save(path / TOKENIZER_FILE)
+    reporting.write_json({"sequence_length": serving.sequence_length, "vocabulary_size": bpe.size},
+                         path / SETTINGS_FILE)

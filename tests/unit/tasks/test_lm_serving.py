@@ -1,0 +1,87 @@
+"""The language-model export's graph: greedy generation with key/value caches equals rerunning the whole model on
+every prefix, `score` equals the log-softmax of the model's own logits (windows included), and a seed repeats."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kpipe.families.gpt.config import GPTConfig
+from kpipe.families.gpt.model import build_gpt
+from kpipe.preprocessing.byte_bpe import ByteBPE
+from kpipe.tasks.lm.serving import LanguageModelServing
+
+TEXTS = ["In the beginning God created the heavens and the earth.", "And God said, let there be light.",
+         "The earth was without form, and void; and darkness was upon the face of the deep."] * 10
+CONTEXT = 24
+
+
+@pytest.fixture(scope="module")
+def served():
+    bpe = ByteBPE.learn(TEXTS, vocabulary_size=300)
+    tf.keras.utils.set_random_seed(0)
+    model = build_gpt(GPTConfig(vocabulary_size=bpe.size, max_sequence_length=CONTEXT, num_layers=2, num_heads=2,
+                                hidden_dim=16, intermediate_dim=32, dropout=0.0))
+    return bpe, model, LanguageModelServing(model, bpe, CONTEXT)
+
+
+def log_softmax(logits):
+    shifted = logits - logits.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def full_model_logits(model, ids):
+    ids = np.array([ids], "int32")
+    return model({"token_ids": ids, "padding_mask": np.ones_like(ids, bool)}, training=False).numpy()[0]
+
+
+def test_greedy_generation_with_caches_equals_rerunning_the_model_on_every_prefix(served):
+    bpe, model, serving = served
+    prompts = ["In the", "And God said, let there"]  # different lengths: the shorter one's row starts earlier
+    out = serving.generate(tf.constant(prompts), tf.constant(10), tf.constant(0.0), tf.constant(0),
+                           tf.constant(1.0), tf.constant(-1))["text"].numpy()
+    written = 0
+    for prompt, text in zip(prompts, out):
+        ids, expected = [bpe.end_of_text] + bpe.encode([prompt])[0], []
+        for _ in range(10):
+            token = int(full_model_logits(model, ids)[-1].argmax())
+            if token == bpe.end_of_text:
+                break
+            ids.append(token)
+            expected.append(token)
+        assert text.decode("utf-8", "replace") == bpe.decode(expected)
+        written += len(expected)
+    assert written >= 10  # the untrained model writes something: the comparison is not of two empty strings
+
+
+def test_score_is_the_log_softmax_of_the_models_logits_over_windows(served):
+    bpe, model, serving = served
+    texts = [TEXTS[0], " ".join(TEXTS[:4])]  # the second needs several windows of CONTEXT tokens
+    out = {k: v.numpy() for k, v in serving.score(tf.constant(texts)).items()}
+    for i, text in enumerate(texts):
+        ids = [bpe.end_of_text] + bpe.encode([text])[0]
+        inputs, targets = ids[:-1], ids[1:]
+        assert len(targets) > CONTEXT or i == 0
+        total = 0.0
+        for start in range(0, len(inputs), CONTEXT):  # each window read afresh, as the docstring says
+            window = inputs[start:start + CONTEXT]
+            log_probs = log_softmax(full_model_logits(model, window).astype("float64"))
+            total += sum(log_probs[j, t] for j, t in enumerate(targets[start:start + CONTEXT]))
+        assert out["log_likelihood"][i] == pytest.approx(total, rel=1e-4)
+        assert out["tokens"][i] == len(targets) and out["words"][i] == len(text.split())
+        assert out["characters"][i] == len(text)
+
+
+def test_a_seed_repeats_a_sample_and_bad_settings_fail_in_the_graph(served):
+    _, _, serving = served
+    prompts = tf.constant(["In the beginning"])
+
+    def sample(seed, top_k=0, top_p=0.9, temperature=1.0, new=12):
+        return serving.generate(prompts, tf.constant(new), tf.constant(temperature), tf.constant(top_k),
+                                tf.constant(top_p), tf.constant(seed))["text"].numpy()[0]
+
+    assert sample(5) == sample(5)
+    assert len({sample(seed) for seed in range(6)}) > 1
+    for bad, message in [(dict(top_p=0.0), "top_p"), (dict(temperature=-1.0), "temperature"),
+                         (dict(top_k=10_000), "top_k"), (dict(new=CONTEXT), "context")]:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            sample(1, **bad)
