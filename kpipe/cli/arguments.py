@@ -46,3 +46,4 @@ def add_table_args(p: argparse.ArgumentParser, answers: str) -> None:
     p.add_argument("--column", help="the column of texts in a table --file (default: 'text', or its only column)")
     p.add_argument("--output", metavar="FILE", help=f"write the input's rows with {answers} to FILE (.csv, .tsv, "
                                                     ".parquet or .jsonl), in batches, with a progress bar")
+    p.add_argument("--overwrite", action="store_true", help="replace --output FILE if it exists (refused otherwise)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,7 +58,7 @@ def read_texts(path: str | Path, column: str | None, lines: list[str] | None = N
     """
     if lines is not None:  # no pandas: answering with a portable export needs only NumPy and its runtime
         return TextTable({column or "text": lines}, column or "text")
-    frame = read_table(path, encoding_fix="re-save it as UTF-8")
+    frame = read_table(path, encoding_fix="re-save it as UTF-8", as_text=True)  # pass-through columns as written
     if column is None:
         column = "text" if "text" in frame.columns else frame.columns[0] if len(frame.columns) == 1 else None
         if column is None:
@@ -76,9 +76,12 @@ def pair_table(pairs: list[tuple[str, str]]) -> TextTable:
     return TextTable({"text": [a for a, _ in pairs], "text_pair": [b for _, b in pairs]}, "text", "text_pair")
 
 
-def check_output(output: str | Path, inputs: str | Path | None) -> Path:
-    """The output path, checked before any work: a format kpipe writes, not the input file, a folder that exists."""
+def check_output(output: str | Path, inputs: str | Path | None, overwrite: bool = False) -> Path:
+    """The output path, checked before any work: a format kpipe writes, not the input file, a folder that exists,
+    no file already there unless `overwrite`."""
     output = Path(output)
+    if output.is_dir():
+        raise KpipeError(f"--output {output} is a folder: name a file in it (e.g. {output / 'predictions.csv'})")
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise KpipeError(f"cannot tell which format to write to {output}: name it with one of "
                          f"{', '.join(OUTPUT_SUFFIXES)}")
@@ -86,14 +89,18 @@ def check_output(output: str | Path, inputs: str | Path | None) -> Path:
         raise KpipeError(f"--output {output} is the input file: write the predictions to another file")
     if not output.parent.is_dir():
         raise KpipeError(f"--output {output}: folder {output.parent} does not exist")
+    if output.exists() and not overwrite:
+        raise KpipeError(f"--output {output} exists: pass --overwrite to replace it, or name another file")
     return output
 
 
 def write_table(frame: pd.DataFrame, output: Path) -> None:
     """Write `frame` in the format `output`'s suffix names, atomically (temporary file, then rename)."""
     kind = output.suffix.lower()
-    handle, tmp = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)
-    os.close(handle)
+    # Created with open(..., "x"): the umask's permissions, as any file the user writes, without changing the
+    # process's umask (another thread could create a file meanwhile).
+    tmp = output.parent / f".{output.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    open(tmp, "xb").close()
     try:
         if kind == ".parquet":
             frame.to_parquet(tmp, index=False)
@@ -105,17 +112,11 @@ def write_table(frame: pd.DataFrame, output: Path) -> None:
                 if len(flat) and isinstance(flat[name].iloc[0], list):
                     flat[name] = [" ".join(f"{v:.6g}" for v in row) for row in flat[name]]
             flat.to_csv(tmp, sep="\t" if kind == ".tsv" else ",", index=False)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates it private (0600); the output is an ordinary file
         os.replace(tmp, output)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool,

@@ -107,8 +107,16 @@ def _decompress(path: Path, compression: str | None) -> bytes:
     return data
 
 
+def csv_quoting(kind: str) -> dict:
+    """pandas' quoting options for a .csv or .tsv file: a TSV has no quoting (IANA's definition; a text that starts
+    with `"` would otherwise swallow the rows after it), a CSV quotes as RFC 4180 does."""
+    import csv
+
+    return {"quoting": csv.QUOTE_NONE} if kind == ".tsv" else {}
+
+
 def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: bool = False,
-               encoding_fix: str = ENCODING_FIX) -> pd.DataFrame:
+               encoding_fix: str = ENCODING_FIX, as_text: bool = False) -> pd.DataFrame:
     """Read a CSV, TSV, Parquet or JSON lines file (compression inferred from the name).
 
     Args:
@@ -117,6 +125,8 @@ def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: boo
         missing_as_nan: read empty cells and "NA"/"NaN"-like strings as NaN (numbers); by default
             they stay text (an empty review is text, not a missing number).
         encoding_fix: what the error for undecodable bytes tells the user to do.
+        as_text: read every CSV/TSV cell as the text it is (`00123` stays `00123`), as batch prediction writes
+            its input's columns back.
 
     Raises:
         DataError: the file is missing, of an unknown format, unreadable, or not in `encoding`.
@@ -135,7 +145,8 @@ def read_table(path: str | Path, *, encoding: str = "utf-8", missing_as_nan: boo
             return pd.read_json(path, lines=True, encoding=encoding, encoding_errors="strict", dtype=False,
                                 compression=compression)
         return pd.read_csv(path, sep="\t" if kind == ".tsv" else ",", encoding=encoding,
-                           encoding_errors="strict", keep_default_na=missing_as_nan, compression=compression)
+                           encoding_errors="strict", keep_default_na=missing_as_nan, compression=compression,
+                           dtype=str if as_text else None, **csv_quoting(kind))
     except UnicodeDecodeError as error:
         raise _describe_decode_error(path, error, encoding, encoding_fix) from None
     except (ValueError, OSError, pd.errors.ParserError) as error:

@@ -15,7 +15,7 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from kpipe.datasets.files import TABLE_SUFFIXES, compression_of, is_table, table_kind
+from kpipe.datasets.files import TABLE_SUFFIXES, compression_of, csv_quoting, is_table, table_kind
 from kpipe.errors import DataError
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ def is_shard(path: Path) -> bool:
 
 def is_shard_pattern(path: str) -> bool:
     """Whether `--data path` names shards: a glob, or a folder holding shard files (not class sub-folders)."""
+    if Path(path).is_file():  # "reviews [2024].csv" is a file, not a pattern
+        return False
     if any(c in path for c in GLOB_CHARACTERS):
         return True
     where = Path(path)
@@ -155,7 +157,7 @@ def _pandas_batches(path: Path, kind: str, columns: list[str] | None, encoding: 
         # text (pandas writes them unquoted; tweets have them); a Windows "\r\n" leaves a "\r", removed below.
         reader = pd.read_csv(path, sep="\t" if kind == ".tsv" else ",", dtype=str, keep_default_na=False,
                              chunksize=batch_rows, compression=compression, encoding=encoding,
-                             encoding_errors="strict", lineterminator="\n")
+                             encoding_errors="strict", lineterminator="\n", **csv_quoting(kind))
     with reader:
         for frame in reader:
             if columns is None:

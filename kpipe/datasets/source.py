@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 from typing import ClassVar
 
@@ -33,6 +34,11 @@ class DataSourceConfig:
 
     def __post_init__(self):
         check_choice("source", self.source, self.SOURCES)
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError:
+            raise ValueError(f"`encoding` is not a text encoding Python knows (e.g. 'utf-8', 'latin-1', 'cp1252'). "
+                             f"Received: encoding={self.encoding!r}") from None
         if self.source in ("embedded", "tfds") and not self.name:
             raise ValueError(f"`name` is required when source={self.source!r}"
                              + (f" (e.g. name='{self.EXAMPLE_NAME}')" if self.EXAMPLE_NAME else ""))

@@ -227,28 +227,54 @@ def read_examples(config: TextClassificationDataConfig) -> pd.DataFrame:
 
 
 def label_ids(labels: pd.Series, config: TextClassificationDataConfig) -> tuple[list[str], np.ndarray]:
-    """Map raw labels to ids 0..n-1.
+    """Map raw labels to ids 0..n-1, one per distinct label: labels 1 and 2 are two classes, not three.
 
-    Integer labels keep their values (names from `config.label_names` when given, else the
+    Integer labels are ordered by value (named by `config.label_names` when the values are 0..n-1, else by the
     numbers); other labels are sorted by name, so the mapping never depends on row order.
+
+    Raises:
+        DataError: data.label_names that do not fit the values.
     """
     import pandas as pd
     numeric = pd.to_numeric(labels, errors="coerce")
-    if numeric.notna().all() and (numeric % 1 == 0).all() and (numeric >= 0).all():
-        ids = numeric.to_numpy(dtype=np.int64)
-        count = int(ids.max()) + 1
+    if numeric.notna().all() and (numeric % 1 == 0).all():
+        values = numeric.to_numpy(dtype=np.int64)
+        distinct = np.unique(values)
         if config.label_names:
-            if count > len(config.label_names):
-                raise DataError(f"data.label_names gives {len(config.label_names)} names but the labels go up "
-                                f"to {count - 1}; give one name per label 0..{count - 1}")
-            return list(config.label_names), ids.astype(np.int32)
-        return [str(i) for i in range(count)], ids.astype(np.int32)
+            if distinct.min() < 0 or distinct.max() >= len(config.label_names):
+                raise DataError(f"data.label_names gives {len(config.label_names)} names (for the labels 0.."
+                                f"{len(config.label_names) - 1}) but the labels run from {distinct.min()} to "
+                                f"{distinct.max()}; give one name per label, in the order of the values")
+            return list(config.label_names), values.astype(np.int32)
+        return [str(v) for v in distinct], np.searchsorted(distinct, values).astype(np.int32)
     if config.label_names:
         log.info("Labels are names, not integers: data.label_names is not used")
     as_text = labels.astype(str)
     names = sorted(as_text.unique())
     lookup = {name: i for i, name in enumerate(names)}
     return names, as_text.map(lookup).to_numpy(dtype=np.int32)
+
+
+MISSING_MARKERS = {"nan", "na", "n/a", "null", "none", "<na>"}  # what spreadsheets and pandas write for nothing
+
+
+def refuse_missing(frame: pd.DataFrame, where: str) -> None:
+    """Null texts and labels written as missing-value markers are refused, naming the rows: kept, they would
+    train as the text "None" or as a class called "NaN".
+
+    Raises:
+        DataError: the rows (1-based, the first five) and the fix.
+    """
+    for column, what in (("text", "text"), ("label", "label")):
+        values = frame[column]
+        null = values.isna().to_numpy()
+        if column == "label":
+            null |= values.astype(str).str.strip().str.lower().isin(MISSING_MARKERS).to_numpy()
+        if null.any():
+            rows = [int(i) + 1 for i in np.flatnonzero(null)[:5]]
+            raise DataError(f"{where}: {int(null.sum())} rows have no {what} (null, NaN, NA or null written out; "
+                            f"rows {', '.join(map(str, rows))}{', ...' if null.sum() > 5 else ''}); remove those "
+                            f"rows or fill them in")
 
 
 def load_text_classification(config: TextClassificationDataConfig, *, worker=None, cache_dir=None):
@@ -278,6 +304,7 @@ def load_text_classification(config: TextClassificationDataConfig, *, worker=Non
     if config.multi_label:
         return _load_multi_label(frame, config, where)
     label_sets.warn_if_sets(frame["label"], where)
+    refuse_missing(frame, where)
     before = len(frame)
     frame = frame[frame["text"].astype(str).str.strip().ne("") & frame["label"].notna()
                   & frame["label"].astype(str).str.strip().ne("")]

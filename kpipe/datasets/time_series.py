@@ -173,6 +173,14 @@ def numeric_columns(frame: pd.DataFrame, columns: list[str], source: str) -> pd.
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise DataError(f"{source}: column '{column}' is not numeric (row {row + 1}: {frame[column].iloc[row]!r})")
+        # float32 is what the model computes in: an infinite value, or one past its range (1e39), trains to NaN
+        too_large = ~np.isfinite(values.to_numpy(dtype=np.float64, na_value=0.0)) | (
+            values.abs().to_numpy(dtype=np.float64, na_value=0.0) > np.finfo(np.float32).max)
+        if too_large.any():
+            row = int(np.flatnonzero(too_large)[0])
+            raise DataError(f"{source}: column '{column}' holds {int(too_large.sum())} infinite or too large values "
+                            f"(row {row + 1}: {frame[column].iloc[row]}; float32 holds up to 3.4e38); fix or "
+                            "remove them, or rescale the column")
         out[column] = values
     return pd.DataFrame(out)
 

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -61,6 +62,10 @@ class Network:
         BiLSTM, 0.33 -> 0.73 ms)."""
         module, install = RUNTIMES[fmt]
         self.fmt = fmt
+        # A LiteRT interpreter must be used by one thread at a time (its docstring): a server answers from several,
+        # and without the lock one client's rows are set while another's are invoked (swapped answers), or a
+        # resize frees buffers a running kernel reads. onnxruntime's `run` is thread-safe.
+        self.lock = threading.Lock()
         self.fixed_length = 0  # LiteRT networks converted with static shapes take ids padded to this length
         try:
             if fmt == "onnx":
@@ -95,7 +100,7 @@ class Network:
         if self.fmt == "onnx":
             return self.session.run(None, dict(zip(self.input_names, inputs)))[0]
 
-        def set_row(i: int) -> None:
+        def set_row(i: int) -> None:  # under self.lock (`_each_row`)
             details, rows_i = self._inputs(), [array[i:i + 1] for array in inputs]
             if any(tuple(d["shape"]) != row.shape for d, row in zip(details, rows_i)):  # n-grams: another length
                 for detail, row in zip(details, rows_i):
@@ -115,7 +120,8 @@ class Network:
                 array = next(a for key, a in inputs.items() if key in name)
                 feed[name] = array.astype(ONNX_TYPES[kind])
             return self.session.run(None, feed)[0]
-        def set_row(i: int) -> None:
+
+        def set_row(i: int) -> None:  # under self.lock (`_each_row`)
             details = self.interpreter.get_input_details()
             rows = [next(a for key, a in inputs.items() if key in d["name"])[i:i + 1] for d in details]
             if any(tuple(d["shape"]) != row.shape for d, row in zip(details, rows)):  # another length
@@ -133,6 +139,10 @@ class Network:
         if self.fmt == "onnx":
             declared = [i.name for i in self.session.get_inputs()]
             return self.session.run(None, {name: inputs[name] for name in declared})
+        with self.lock:
+            return self._litert_outputs(inputs)
+
+    def _litert_outputs(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         details = self.interpreter.get_input_details()
         if any(tuple(d["shape"]) != inputs[_declared(d["name"], inputs)].shape for d in details):
             for detail in details:
@@ -156,10 +166,11 @@ class Network:
         """LiteRT answers one text per call (recurrent networks convert with static shapes only; the others are
         resized to each text's length)."""
         rows = []
-        for i in range(count):
-            set_row(i)
-            self.interpreter.invoke()
-            rows.append(self.interpreter.get_tensor(self.output_index)[0].copy())
+        with self.lock:  # the whole batch: set, invoke and read each row with no other thread in between
+            for i in range(count):
+                set_row(i)
+                self.interpreter.invoke()
+                rows.append(self.interpreter.get_tensor(self.output_index)[0].copy())
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
 
     def _inputs(self) -> list[dict]:
@@ -196,19 +207,33 @@ class Member:
         return np.concatenate([1.0 - output, output], axis=1) if output.shape[1] == 1 else output
 
 
+def inside(folder: Path, name: str) -> Path:
+    """The file an export's JSON names, which must lie inside the export's folder: a name that is absolute or climbs
+    out with `..` would let a crafted export read any file on the machine (a word list as a membership oracle).
+
+    Raises:
+        KpipeError: the name points outside the folder.
+    """
+    path = (folder / name).resolve()
+    if not path.is_relative_to(folder.resolve()):
+        raise KpipeError(f"the export {folder} names {name!r} among its files, which is outside its folder; an "
+                         "export's files are its own: re-export it with kpipe export")
+    return path
+
+
 def member(folder: Path, spec: dict, fmt: str) -> Member:
-    vocabulary = (folder / spec["vocabulary"]).read_text(encoding="utf-8").split("\n")[:-1]
+    vocabulary = inside(folder, spec["vocabulary"]).read_text(encoding="utf-8").split("\n")[:-1]
     if spec["kind"] == "wordpiece":
-        settings = json.loads((folder / spec["wordpiece"]).read_text(encoding="utf-8"))
+        settings = json.loads(inside(folder, spec["wordpiece"]).read_text(encoding="utf-8"))
         preprocess = WordPieceIds(vocabulary, settings)
     elif spec["kind"] == "word_ids":
         preprocess = WordIds(vocabulary, standardize=spec["standardize"], split=spec["split"],
                              sequence_length=spec["sequence_length"], truncating=spec["truncating"])
     else:
-        preprocess = NgramCounts(vocabulary, np.load(folder / spec["idf"]), standardize=spec["standardize"],
+        preprocess = NgramCounts(vocabulary, np.load(inside(folder, spec["idf"])), standardize=spec["standardize"],
                                  split=spec["split"], ngrams=spec["ngrams"], char_ngrams=spec["char_ngrams"],
                                  weighting=spec["weighting"])
-    network = Network(folder / spec["network"], fmt, xnnpack_resizes=spec["kind"] != "ngram_counts",
+    network = Network(inside(folder, spec["network"]), fmt, xnnpack_resizes=spec["kind"] != "ngram_counts",
                       threads=min(4, os.cpu_count() or 1) if spec["kind"] == "wordpiece" else None)
     return Member(preprocess, network, float(spec.get("weight", 1.0)))
 
@@ -311,7 +336,7 @@ class PortableForecaster(PortableExport):
         self.scale = np.asarray(self.spec["scaler_scale"], np.float32)
         self.half_widths = {int(level): np.asarray(w, np.float32)
                             for level, w in self.spec.get("interval_half_widths", {}).items()}
-        self.network = Network(folder / self.manifest["network_files"][0], self.manifest["format"])
+        self.network = Network(inside(folder, self.manifest["network_files"][0]), self.manifest["format"])
 
     def serve(self, window: np.ndarray) -> dict[str, np.ndarray]:
         """`window` (batch, window, features) in original units -> {"forecast", "lower_80", "upper_80", ...}, each
@@ -333,9 +358,9 @@ class PortableWordVectors(PortableExport):
     def __init__(self, folder: Path):
         super().__init__(folder)
         spec = json.loads((folder / PREPROCESSING_FILE).read_text(encoding="utf-8"))
-        words = (folder / spec["words"]).read_text(encoding="utf-8").split("\n")[:-1]
+        words = inside(folder, spec["words"]).read_text(encoding="utf-8").split("\n")[:-1]
         self.index = {word: i for i, word in enumerate(words)}
-        self.network = Network(folder / spec["network"], self.manifest["format"])
+        self.network = Network(inside(folder, spec["network"]), self.manifest["format"])
         self.dim = int(np.asarray(self.network(np.zeros(1, np.int32))).shape[-1])
 
     def embed(self, words: Sequence[str]) -> np.ndarray:

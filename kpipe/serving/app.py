@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -187,7 +187,9 @@ class ModelServer:
         loop = asyncio.get_running_loop()
         signature_name, signature, inputs, rows = decoded
         try:
-            if self.options.batching and signature.gatherable:
+            # A request decoded across a version switch runs on its (old) version alone: a batcher for it would close
+            # the new version's batcher.
+            if self.options.batching and signature.gatherable and current is model.current:
                 outputs = await self.batcher(model.name, current, signature_name)(inputs)
             else:
                 outputs = await loop.run_in_executor(self.executor, self.counted(model.name, signature), inputs)
@@ -260,6 +262,8 @@ class ModelServer:
                 chunk = await asyncio.wait_for(chunks.__anext__(), max(remaining, 0))
             except StopAsyncIteration:
                 return bytes(body)
+            except ClientDisconnect:  # the client went away mid-body: nobody to answer, nothing worth a traceback
+                raise HTTPException(499, "the client closed the connection before sending its whole body") from None
             except asyncio.TimeoutError:
                 raise HTTPException(408, f"the request body did not arrive within {self.options.body_timeout:g} s "
                                          "(--body-timeout-s)") from None

@@ -89,6 +89,7 @@ class MicroBatcher:
         self.bulk_pause = bulk_pause
         self.concurrency, self.max_batch_bytes = concurrency, max_batch_bytes or np.iinfo(np.int64).max
         self._lanes: dict[str, _Lane] | None = None  # made on first use, inside the event loop
+        self._closed = False
 
     async def __call__(self, inputs: Arrays) -> Arrays:
         sizes = text_bytes(inputs)
@@ -115,6 +116,8 @@ class MicroBatcher:
         return bounds
 
     async def _one_call(self, inputs: Arrays, rows: int, size: int, lane_name: str) -> Arrays:
+        if self._closed:  # the next chunk of a request cut in chunks, after `close`: answered alone, never queued
+            return await asyncio.get_running_loop().run_in_executor(self.executor, self.run, inputs)
         if self._lanes is None:
             self._lanes = {"small": _Lane(self.concurrency), "bulk": _Lane(1)}
         lane = self._lanes[lane_name]
@@ -130,7 +133,9 @@ class MicroBatcher:
         return [lane.worker for lane in (self._lanes or {}).values() if lane.worker is not None]
 
     async def close(self) -> None:
-        """Answer every request already queued, then end the worker tasks (a retired version's batcher)."""
+        """Answer every request already queued, then end the worker tasks (a retired version's batcher). The later
+        chunks of a request under way are answered too, each in a call of its own: nothing waits forever."""
+        self._closed = True  # before _STOP is queued: nothing can be queued behind it
         for lane in (self._lanes or {}).values():
             if lane.worker is not None:
                 await lane.queue.put(_STOP)

@@ -41,9 +41,11 @@ class LoadedVersion:
 
 def identity(path: Path) -> tuple:
     """What tells one published version folder from another at the same path: a version deleted and
-    published again, or a broken one fixed in place, is a new version to load."""
+    published again, a broken one fixed in place, or one still being copied in (`cp -r`, `rsync`: its
+    variables grow after its saved_model.pb is final) is a new version to load, or to try again."""
     stamps = []
-    for part in (path, path / "saved_model.pb", path / manifest.MANIFEST_FILE):
+    variables = sorted((path / "variables").glob("*")) if (path / "variables").is_dir() else []
+    for part in (path, path / "saved_model.pb", path / manifest.MANIFEST_FILE, *variables):
         try:
             stat = part.stat()
             stamps.append((stat.st_ino, stat.st_mtime_ns, stat.st_size if part != path else 0))
@@ -88,12 +90,16 @@ class ServedModel:
                     self._missing_logged = True
                 return None
             self._missing_logged = False
+            # The served version deleted while older ones remain: roll back to the newest of those that loads, as
+            # TF Serving does (a bad version is withdrawn by removing its folder).
+            withdrawn = self.current is not None and self.follows_latest and not self.current.path.exists()
             first_error = None
             for index, path in enumerate(candidates):
                 key = identity(path)
                 if self.current is not None and key == self.current_identity:
                     return None  # the served version is still the newest good one
-                if self.current is not None and self.follows_latest and _number(path) < self.current.version:
+                if (self.current is not None and self.follows_latest and _number(path) < self.current.version
+                        and not withdrawn):
                     return None  # only older versions than the served one are left to try
                 if key in self.failed:
                     first_error = first_error or self.failed[key]

@@ -72,6 +72,8 @@ def parse_body(body: bytes) -> dict:
                          f"{error.colno}") from None
     except RecursionError:
         raise BadRequest(TOO_DEEP) from None
+    except ValueError as error:  # an integer of more than 4,300 digits (CPython's int/str limit), not JSON's error
+        raise BadRequest(f"the request body holds a number Python will not read: {str(error)[:120]}") from None
     if not isinstance(request, dict):
         raise BadRequest('the request must be a JSON object such as {"instances": [...]} or {"inputs": ...}')
     if not _depth_at_most(request, MAX_DEPTH):

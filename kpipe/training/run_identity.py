@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import uuid
 from pathlib import Path
 
+from kpipe.atomic import write_text_atomically
 from kpipe.errors import KpipeError
 
 RUN_FILE = "run.json"
@@ -81,9 +81,7 @@ def start(work_dir: Path, data_path: str) -> str:
         return found["run_id"]
     work_dir.mkdir(parents=True, exist_ok=True)
     run_id = uuid.uuid4().hex
-    partial = work_dir / f".{RUN_FILE}.partial"
-    partial.write_text(json.dumps({"run_id": run_id, "data": data_stamp(data_path)}), encoding="utf-8")
-    os.replace(partial, work_dir / RUN_FILE)
+    write_text_atomically(work_dir / RUN_FILE, json.dumps({"run_id": run_id, "data": data_stamp(data_path)}))
     return run_id
 
 

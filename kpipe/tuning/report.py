@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from kpipe.atomic import write_atomically, write_text_atomically
 from kpipe.tasks.named_pipelines import load_pipeline
 from kpipe.tuning.space import Dimension
 
@@ -44,16 +45,17 @@ def write_report(study, pipeline: str, overrides: list[str], dimensions: list[Di
     from kpipe.tuning.study import TuneResult, export_trial
 
     table = trials_table(study, dimensions)
-    table.to_csv(folder / "trials.csv", index=False)
+    # Whole files or the previous ones: several tuners of one study rewrite them as their trials end
+    write_atomically(folder / "trials.csv", lambda partial: table.to_csv(partial, index=False))
     completed = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
     best_overrides, best_value, exported = [], None, None
     if completed:
         best = study.best_trial
         best_overrides, best_value = list(best.user_attrs["overrides"]), best.value
         config = load_pipeline(pipeline, [*overrides, *best_overrides])
-        (folder / "best.toml").write_text(
-            f"# kpipe tune {pipeline}: trial {best.number}, {metric} {best.value:.6g} on validation\n"
-            f"# overrides: {' '.join(best_overrides)}\n{config.to_toml()}", encoding="utf-8")
+        write_text_atomically(folder / "best.toml",
+                              f"# kpipe tune {pipeline}: trial {best.number}, {metric} {best.value:.6g} on validation\n"
+                              f"# overrides: {' '.join(best_overrides)}\n{config.to_toml()}")
         if export_best:
             exported = export_trial(Path(best.user_attrs["export"]), Path(config.export.dir) / config.name)
     plots = plot(study, folder, metric)

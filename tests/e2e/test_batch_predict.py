@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from kpipe.cli import batch_predict
+from kpipe.datasets.files import read_table
 from kpipe.cli.commands import main
 from kpipe.tasks.classify.predict import predict_texts
 
@@ -41,9 +42,10 @@ def test_a_table_in_gives_the_table_with_its_predictions_out(folder, monkeypatch
         frame.to_csv(source, sep="\t" if ".tsv" in source else ",", index=False)  # .gz: compressed by the name
     assert main(["predict", "sentiment-bigrams", "--file", source, "--column", "review", "--output", output]) == 0
     assert capsys.readouterr().out.strip() == f"Wrote 4 rows to {output}"
-    result = batch_predict.read_texts(output, "review").frame
+    result = read_table(output)
     labels, probabilities, by_class = expected_rows()
-    assert list(result["id"]) == [10, 11, 12, 13] and list(result["stars"]) == [5, 1, 3, 3]
+    assert [str(v) for v in result["id"]] == ["10", "11", "12", "13"]  # a text file's cells come back as text
+    assert [str(v) for v in result["stars"]] == ["5", "1", "3", "3"]
     assert list(result["review"].fillna("")) == TEXTS
     assert list(result["label"]) == labels
     np.testing.assert_allclose(result["probability"], probabilities, rtol=1e-5)
@@ -53,12 +55,35 @@ def test_a_table_in_gives_the_table_with_its_predictions_out(folder, monkeypatch
 
 
 def test_plain_text_lines_and_arguments_can_be_written_as_a_table(folder, monkeypatch, capsys):
+    """One row per input line: the blank line kept (as an empty text), a form feed and U+2028 inside a text not
+    taken for line ends, a byte-order mark and Windows line ends removed."""
     monkeypatch.chdir(folder)
-    (folder / "lines.txt").write_text("\n".join(t for t in TEXTS if t) + "\n", encoding="utf-8")
+    texts = [*TEXTS[:2], "page\x0cbreak and a\u2028line separator", *TEXTS[2:]]
+    (folder / "lines.txt").write_bytes(("\ufeff" + "\r\n".join(texts) + "\r\n").encode("utf-8"))
     assert main(["predict", "sentiment-bigrams", "--file", "lines.txt", "--output", "lines.jsonl"]) == 0
-    rows = [json.loads(line) for line in (folder / "lines.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert [row["text"] for row in rows] == [t for t in TEXTS if t]
-    assert [row["label"] for row in rows] == [label for label, t in zip(expected_rows()[0], TEXTS) if t]
+    rows = [json.loads(line) for line in (folder / "lines.jsonl").read_text(encoding="utf-8").split("\n") if line]
+    assert [row["text"] for row in rows] == texts
+    assert [row["label"] for row in rows] == [p.label for p in predict_texts("sentiment-bigrams", texts)]
+
+
+def test_pass_through_columns_keep_what_was_written_and_an_output_is_never_replaced_silently(folder, monkeypatch,
+                                                                                             capsys):
+    monkeypatch.chdir(folder)
+    (folder / "customers.csv").write_text("id,amount,text\n00123,0.10,great crew\n00045,1e3,lost my bag\n")
+    assert main(["predict", "sentiment-bigrams", "--file", "customers.csv", "--output", "scored.csv"]) == 0
+    written = (folder / "scored.csv").read_text().splitlines()
+    assert [line.split(",")[:2] for line in written[1:]] == [["00123", "0.10"], ["00045", "1e3"]]
+    before = (folder / "scored.csv").read_bytes()
+    capsys.readouterr()
+    assert main(["predict", "sentiment-bigrams", "--file", "customers.csv", "--output", "scored.csv"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--output scored.csv exists: pass --overwrite" in err[0], err
+    assert (folder / "scored.csv").read_bytes() == before
+    assert main(["predict", "sentiment-bigrams", "--file", "customers.csv", "--output", "scored.csv",
+                 "--overwrite"]) == 0
+    (folder / "a-folder.csv").mkdir()
+    assert main(["predict", "sentiment-bigrams", "--file", "customers.csv", "--output", "a-folder.csv"]) == 2
+    assert "is a folder: name a file in it" in capsys.readouterr().err
 
 
 def test_a_column_named_like_an_answer_is_kept_beside_it(folder, monkeypatch):

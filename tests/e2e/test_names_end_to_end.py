@@ -41,6 +41,10 @@ def test_plain_tensorflow_generate_signature(exported):
                           category=tf.constant("italy"), top_k=tf.constant(0), seed=tf.constant(1))
     names = [n.decode("utf-8") for n in out["names"].numpy()]
     assert len(names) == 7 and all(n.startswith("Ma") and len(n) <= 20 for n in names)
+    # reliability review round 5, finding 22: the prefix's length is checked before the prefix loop runs
+    with pytest.raises(tf.errors.InvalidArgumentError, match="the prefix is too long"):
+        loaded.generate(prefix=tf.constant("a" * 60_000), count=tf.constant(1024), temperature=tf.constant(0.8),
+                        category=tf.constant("italy"), top_k=tf.constant(0), seed=tf.constant(1))
 
 
 def test_cli_generate(exported, capsys, monkeypatch):

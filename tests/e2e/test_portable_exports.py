@@ -198,3 +198,19 @@ def test_kpipe_serve_answers_with_a_portable_export_without_tensorflow(exports, 
         status, refused = server.post("/v1/models/bigrams:predict", {"instances": [1, 2]})
         assert status == 400 and "must hold strings" in refused["error"]
     assert not any("Traceback" in line for line in server.lines), "".join(server.lines)[-3000:]
+
+
+def test_a_litert_export_answers_every_concurrent_caller_with_its_own_answers(exports, tweets):
+    """Reliability review round 5, finding 1: one LiteRT interpreter shared by the server's threads swapped answers
+    between clients (and a resize per text could free buffers under a running call). 8 threads, each its own texts
+    of every length, each answer compared with the same export's answer alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    classifier = PortableClassifier.open(export_portable(exports / "sentiment-bigrams" / "1", "litert"))
+    groups = [tweets[i::8][:30] for i in range(8)]
+    alone = [classifier.probabilities(group) for group in groups]
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(3):
+            together = list(pool.map(classifier.probabilities, groups))
+            for got, expected in zip(together, alone):
+                np.testing.assert_array_equal(got, expected)

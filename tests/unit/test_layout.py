@@ -12,7 +12,7 @@ ROOT = PACKAGE.parent
 
 # Lowest first. A module may import modules of its own layer or of a lower one.
 LAYERS = [
-    ("kpipe.errors", "kpipe.tokens", "kpipe.dependencies", "kpipe.cache", "kpipe.redact"),
+    ("kpipe.errors", "kpipe.tokens", "kpipe.dependencies", "kpipe.cache", "kpipe.redact", "kpipe.atomic"),
     ("kpipe.portable",),  # the runtime of ONNX / LiteRT exports: numpy only, no TensorFlow
     ("kpipe.config",),  # strict parsing, the training and pipeline config shapes, TF_CONFIG: no task knowledge
     ("kpipe.datasets",),

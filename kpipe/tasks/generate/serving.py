@@ -35,7 +35,7 @@ class NameGeneratorServing(tf.Module):
         self.char_to_id = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(chars, ids), UNKNOWN)
         self.id_to_char = tf.concat([tf.constant(SPECIAL_CHARS), chars], axis=0)
         self.categories = tf.constant(categories or [""])
-        self.lowercase = pre.lowercase
+        self.lowercase, self.max_length = pre.lowercase, pre.max_length
         self.generate = tf.function(self._generate, input_signature=[
             tf.TensorSpec([], tf.string, name="prefix"), tf.TensorSpec([], tf.int32, name="count"),
             tf.TensorSpec([], tf.float32, name="temperature"), tf.TensorSpec([], tf.string, name="category"),
@@ -52,6 +52,11 @@ class NameGeneratorServing(tf.Module):
         tf.debugging.Assert(known | no_category | tf.equal(category, ""), ["unknown category", category])
         category_id = tf.cast(tf.cond(known, lambda: matches[0], lambda: tf.constant(0, tf.int64)), tf.int32)
         text = tf.strings.lower(prefix, encoding="utf-8") if self.lowercase else prefix
+        # Checked before the prefix loop (as the portable generator does): a 60,000-character prefix would run it
+        # 60,000 steps for every one of `count` names.
+        tf.debugging.assert_less(tf.strings.length(text, unit="UTF8_CHAR"), self.max_length,
+                                 message=f"the prefix is too long: this model generates names up to "
+                                         f"{self.max_length} characters")
         prefix_ids = self.char_to_id.lookup(tf.strings.unicode_split(text, "UTF-8"))
         tf.debugging.assert_none_equal(prefix_ids, UNKNOWN, message="prefix has characters the model never saw")
         sampled = self.sampler.sample_ids(prefix_ids, category_id, count, temperature, top_k, seed)

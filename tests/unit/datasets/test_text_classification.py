@@ -227,3 +227,62 @@ def test_a_missing_file_with_an_origin_says_where_to_get_it(tmp_path):
     with pytest.raises(DataError, match=r"no package carries it: get it from https://example.org/vitaminc and pass "
                                         r"it with --data PATH"):
         load_text_classification(config)
+
+
+# === A user's file keeps its meaning (reliability review, round 5: findings 6, 7, 16, 18) ===
+
+def test_labels_1_and_2_are_two_classes_and_stars_five(tmp_path):
+    frame = synthetic_reviews(60)
+    frame["label"] = frame["label"] + 1  # 1/2, as Yelp and Amazon polarity files write them
+    frame.to_csv(tmp_path / "polarity.csv", index=False)
+    splits = load_text_classification(file_config(tmp_path / "polarity.csv"))
+    assert splits.label_names == ("1", "2") and splits.num_classes == 2
+    frame["label"] = [1, 2, 3, 4, 5] * 12
+    frame.to_csv(tmp_path / "stars.csv", index=False)
+    splits = load_text_classification(file_config(tmp_path / "stars.csv"))
+    assert splits.label_names == ("1", "2", "3", "4", "5")
+    lookup = dict(zip(frame.text, frame.label))
+    assert all(splits.label_names[i] == str(lookup[t]) for t, i in zip(splits.train.texts, splits.train.labels))
+    frame["label"] = [0, 10 ** 9] * 30  # one label's value is not a class count
+    frame.to_csv(tmp_path / "huge.csv", index=False)
+    assert load_text_classification(file_config(tmp_path / "huge.csv")).label_names == ("0", "1000000000")
+    with pytest.raises(DataError, match="label_names gives 2 names .* run from 0 to 1000000000"):
+        load_text_classification(file_config(tmp_path / "huge.csv", label_names=("neg", "pos")))
+
+
+@pytest.mark.parametrize("marker", ["NaN", "NA", "null", "None"])
+def test_missing_value_markers_as_labels_are_refused_naming_the_rows(tmp_path, marker):
+    frame = synthetic_reviews(30)
+    frame["label"] = frame["label"].astype(str)
+    frame.loc[[2, 7], "label"] = marker
+    frame.to_csv(tmp_path / "labels.csv", index=False)
+    with pytest.raises(DataError, match=r"2 rows have no label .*rows 3, 8\)"):
+        load_text_classification(file_config(tmp_path / "labels.csv"))
+
+
+def test_a_null_text_is_refused_not_trained_as_the_word_none(tmp_path):
+    frame = synthetic_reviews(30)
+    frame["text"] = frame["text"].astype(object)
+    frame.loc[4, "text"] = None
+    frame.to_parquet(tmp_path / "nulls.parquet")
+    with pytest.raises(DataError, match=r"1 rows have no text .*rows 5\)"):
+        load_text_classification(file_config(tmp_path / "nulls.parquet"))
+
+
+def test_a_tsv_text_that_starts_with_a_quote_keeps_every_row(tmp_path):
+    lines = ['"Best day ever\t1', "meh\t0", "great crew\t1", "lost my bag\t0", 'a "quoted" word\t1']
+    (tmp_path / "quotes.tsv").write_text("text\tlabel\n" + "\n".join(lines * 6) + "\n")
+    splits = load_text_classification(file_config(tmp_path / "quotes.tsv"))
+    texts = set(splits.train.texts) | set(splits.validation.texts) | set(splits.test.texts)
+    assert len(splits.train) + len(splits.validation) + len(splits.test) == 30
+    assert {'"Best day ever', 'a "quoted" word'} <= texts
+
+
+def test_an_unknown_encoding_is_a_config_error_and_a_bracket_in_a_file_name_is_no_glob(tmp_path):
+    from kpipe.datasets.shards import is_shard_pattern
+
+    with pytest.raises(ValueError, match="`encoding` is not a text encoding"):
+        file_config(tmp_path / "x.csv", encoding="utf8x")
+    named = tmp_path / "reviews [2024].csv"
+    synthetic_reviews(30).to_csv(named, index=False)
+    assert not is_shard_pattern(str(named)) and is_shard_pattern(str(tmp_path / "reviews*.csv"))

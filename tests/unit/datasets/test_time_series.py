@@ -61,6 +61,11 @@ BAD = {
         f"2024-02-{d:02d}" for d in range(1, 18)], "y": range(20)}), "duplicated timestamp 2024-01-02"),
     "text in a number column": (pd.DataFrame({"t": range(20), "y": ["1"] * 19 + ["high"]}),
                                 "column 'y' is not numeric \\(row 20: 'high'\\)"),
+    # reliability review round 5, finding 17: these used to train to NaN
+    "a value past float32": (pd.DataFrame({"t": range(20), "y": [1.0] * 7 + [1e39] + [1.0] * 12}),
+                             "column 'y' holds 1 infinite or too large values \\(row 8: 1e\\+39"),
+    "an infinite value": (pd.DataFrame({"t": range(20), "y": ["1"] * 3 + ["inf"] + ["1"] * 16}),
+                          "column 'y' holds 1 infinite or too large values \\(row 4"),
 }
 
 

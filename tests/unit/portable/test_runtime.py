@@ -26,3 +26,23 @@ def test_a_portable_export_of_another_task_is_one_line(tmp_path, capsys):
     assert main(["predict", str(folder), "some text"]) == 2
     err = capsys.readouterr().err
     assert "is a portable forecast export, not a classify one; kpipe predict answers with classify exports" in err
+
+
+def test_an_export_whose_json_names_a_file_outside_its_folder_is_refused(tmp_path):
+    """Reliability review round 5, finding 15: names from an export's JSON were joined to its folder unchecked, so
+    a crafted export could read any file (a word list served back as a membership oracle)."""
+    import pytest
+
+    from kpipe.errors import KpipeError
+    from kpipe.portable.runtime import inside, member
+
+    folder = tmp_path / "1-onnx"
+    folder.mkdir()
+    (tmp_path / "secret.txt").write_text("password\n")
+    (folder / "vocab.txt").write_text("a\nb\n")
+    assert inside(folder, "vocab.txt") == (folder / "vocab.txt").resolve()
+    for name in ("../secret.txt", str(tmp_path / "secret.txt"), "sub/../../secret.txt"):
+        with pytest.raises(KpipeError, match="outside its folder"):
+            inside(folder, name)
+        with pytest.raises(KpipeError, match="outside its folder"):
+            member(folder, {"kind": "word_ids", "vocabulary": name, "network": "model.onnx"}, "onnx")

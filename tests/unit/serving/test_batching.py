@@ -211,3 +211,30 @@ def test_bulk_requests_run_one_call_at_a_time_beside_the_small_requests():
     assert answered_early and small == [2]
     assert most_bulk_calls == 1
     assert bulks == [[2 * x for x in range(100, 110)], [2 * x for x in range(200, 210)]]
+
+
+def test_a_request_cut_in_chunks_is_answered_whole_when_its_batcher_closes_under_it():
+    """Reliability review round 5, finding 2: the chunks after `close` used to wait forever in a queue no worker
+    read."""
+    async def scenario():
+        calls, first_chunk_running, release = [], threading.Event(), threading.Event()
+        run = doubling(calls)
+
+        def slow(inputs):
+            first_chunk_running.set()
+            release.wait(5)
+            return run(inputs)
+
+        batcher = MicroBatcher(slow, max_batch_size=2, timeout=0.0, executor=ThreadPoolExecutor(2))
+        request = asyncio.create_task(batcher({"x": np.arange(6)}))  # three chunks of two rows
+        while not first_chunk_running.is_set():
+            await asyncio.sleep(0.01)
+        closing = asyncio.create_task(batcher.close())  # a version switch while chunk 1 runs
+        await asyncio.sleep(0.05)
+        release.set()
+        answer = await asyncio.wait_for(request, 5)
+        await asyncio.wait_for(closing, 5)
+        return answer, calls
+
+    answer, calls = asyncio.run(scenario())
+    assert answer["y"].tolist() == [0, 2, 4, 6, 8, 10] and calls == [2, 2, 2]

@@ -123,3 +123,40 @@ def test_a_path_holding_an_equals_sign_can_be_served(tiny, tmp_path):
     assert parse_model_argument(str(folder), tmp_path).root == folder
     named = parse_model_argument(f"fast={folder}", tmp_path)
     assert (named.name, named.root) == ("fast", folder)
+
+
+def test_removing_the_newest_version_rolls_back_to_the_previous_one(tiny, tmp_path, caplog):
+    """Reliability review round 5, finding 12: the served version's folder deleted used to keep serving it from
+    memory until a restart; TF Serving goes back to the newest version left."""
+    root = tmp_path / "m"
+    root.mkdir()
+    publish(tiny, root, 1, 2)
+    publish(tiny, root, 2, 3)
+    repository = ModelRepository([ServedModel("m", root, follows_latest=True)])
+    model = repository.models["m"]
+    assert model.current.version == 2 and answer(model) == 3.0
+    shutil.rmtree(root / "2")
+    repository.poll()
+    assert model.current.version == 1 and answer(model) == 2.0
+    publish(tiny, root, 3, 3)
+    repository.poll()
+    assert model.current.version == 3
+
+
+def test_a_version_polled_while_it_is_still_being_copied_in_is_loaded_once_complete(tiny, tmp_path):
+    """Finding 12's second half: `cp -r` or `rsync` writes the variables after saved_model.pb; a poll in between
+    failed the version for good."""
+    root = tmp_path / "m"
+    root.mkdir()
+    publish(tiny, root, 1, 2)
+    repository = ModelRepository([ServedModel("m", root, follows_latest=True)])
+    model = repository.models["m"]
+    shutil.copytree(tiny / "3", root / "2")  # copied in place, not renamed in: the variables still half-written
+    data = next((root / "2" / "variables").glob("variables.data-*"))
+    complete = data.read_bytes()
+    data.write_bytes(complete[: len(complete) // 2])
+    repository.poll()
+    assert model.current.version == 1 and answer(model) == 2.0
+    data.write_bytes(complete)  # the copy finishes
+    repository.poll()
+    assert model.current.version == 2 and answer(model) == 3.0

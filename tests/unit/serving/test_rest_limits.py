@@ -88,3 +88,32 @@ def test_a_text_over_the_limit_is_too_large_naming_the_input():
         rest.check_text_sizes(texts, 1024)
     rest.check_text_sizes(texts, 2000)
     rest.check_text_sizes({"x": np.zeros((2, 3))}, 1)  # numbers are not texts
+
+
+def test_a_5000_digit_integer_is_a_bad_request_not_a_server_error():
+    """Reliability review round 5, finding 14: CPython refuses to read it with a plain ValueError (not JSON's own),
+    which used to reach the server's catch-all: a 500 and a logged traceback."""
+    with pytest.raises(rest.BadRequest, match="a number Python will not read"):
+        rest.parse_body(b'{"instances": [' + b"1" * 5000 + b"]}")
+
+
+def test_a_client_that_disconnects_mid_body_is_dropped_without_a_traceback():
+    """Finding 14's second half: starlette's ClientDisconnect from the body stream becomes an HTTPException (answered
+    quietly), not an exception for the catch-all to log."""
+    import asyncio
+    import types
+
+    from starlette.exceptions import HTTPException
+    from starlette.requests import ClientDisconnect
+
+    from kpipe.serving import app
+
+    async def stream():
+        yield b'{"instances": ['
+        raise ClientDisconnect()
+
+    server = app.ModelServer(types.SimpleNamespace(models={}), app.ServeOptions(batching=False))
+    request = types.SimpleNamespace(headers={}, stream=stream)
+    with pytest.raises(HTTPException) as caught:
+        asyncio.run(server.read_body(request))
+    assert caught.value.status_code == 499
