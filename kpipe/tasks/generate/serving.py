@@ -54,9 +54,11 @@ class NameGeneratorServing(tf.Module):
         text = tf.strings.lower(prefix, encoding="utf-8") if self.lowercase else prefix
         # Checked before the prefix loop (as the portable generator does): a 60,000-character prefix would run it
         # 60,000 steps for every one of `count` names.
-        tf.debugging.assert_less(tf.strings.length(text, unit="UTF8_CHAR"), self.max_length,
-                                 message=f"the prefix is too long: this model generates names up to "
-                                         f"{self.max_length} characters")
+        short_enough = tf.debugging.assert_less(tf.strings.length(text, unit="UTF8_CHAR"), self.max_length,
+                                                message=f"the prefix is too long: this model generates names up to "
+                                                        f"{self.max_length} characters")
+        with tf.control_dependencies([short_enough]):  # ordered: nothing downstream runs on a long prefix
+            text = tf.identity(text)
         prefix_ids = self.char_to_id.lookup(tf.strings.unicode_split(text, "UTF-8"))
         tf.debugging.assert_none_equal(prefix_ids, UNKNOWN, message="prefix has characters the model never saw")
         sampled = self.sampler.sample_ids(prefix_ids, category_id, count, temperature, top_k, seed)
