@@ -204,6 +204,9 @@ def open_serving(args):
     if args.max_batch_size < 1 or args.batch_timeout_ms < 0 or args.max_request_mb <= 0 or args.poll_seconds <= 0:
         raise KpipeError("--max-batch-size must be at least 1, --batch-timeout-ms at least 0, --max-request-mb and "
                          "--poll-seconds above 0")
+    if args.max_bodies_mb and args.max_bodies_mb < args.max_request_mb:
+        raise KpipeError(f"--max-bodies-mb {args.max_bodies_mb:g} is below --max-request-mb {args.max_request_mb:g}: "
+                         "no request of the largest size could ever be read; raise it (or 0: 4 x --max-request-mb)")
     if (args.max_rows_per_request < 0 or args.limit_concurrency < 1 or not args.header_timeout_s > 0
             or not args.body_timeout_s > 0 or not args.max_text_kb > 0 or not args.max_batch_kb > 0):
         raise KpipeError("--max-rows-per-request must be at least 0 (0: 4 x --max-batch-size), --limit-concurrency "
@@ -231,6 +234,7 @@ def open_serving(args):
     options = ServeOptions(batching=not args.no_batching, max_batch_size=args.max_batch_size,
                            batch_timeout=args.batch_timeout_ms / 1000,
                            max_request_bytes=int(args.max_request_mb * 2**20), poll_seconds=args.poll_seconds,
+                           max_bodies_bytes=int(args.max_bodies_mb * 2**20),
                            max_rows_per_request=args.max_rows_per_request, limit_concurrency=args.limit_concurrency,
                            header_timeout=args.header_timeout_s, body_timeout=args.body_timeout_s,
                            max_text_bytes=int(args.max_text_kb * 1024), max_batch_bytes=int(args.max_batch_kb * 1024))

@@ -169,6 +169,9 @@ def add_serve(sub, commands) -> None:
     serve.add_argument("--no-batching", action="store_true", help="one model call per request")
     serve.add_argument("--max-request-mb", type=float, default=16.0, help="larger request bodies get HTTP 413 "
                                                                          "(default 16 MiB)")
+    serve.add_argument("--max-bodies-mb", type=float, default=0.0,
+                       help="request bodies held at once, all clients together; a request past it gets HTTP 503 with "
+                            "Retry-After (default 4 x --max-request-mb)")
     serve.add_argument("--max-rows-per-request", type=int, default=0,
                        help="rows (instances, or a generator's count) one request may ask for; more get HTTP 413 "
                             "(default 4 x --max-batch-size)")

@@ -70,6 +70,7 @@ class ServeOptions:
     max_batch_size: int = 256         # rows per call
     batch_timeout: float = 0.001      # seconds the first request of a batch waits for others
     max_request_bytes: int = 16 << 20
+    max_bodies_bytes: int = 0         # request bodies held at once, all requests together; 0: 4 x max_request_bytes
     max_rows_per_request: int = 0     # rows (or a generator's `count`) one request may ask for; 0: 4 x max_batch_size
     max_text_bytes: int = 64 << 10    # one text at most
     max_batch_bytes: int = 1 << 20    # text per model call at most (a larger request runs as several calls)
@@ -83,6 +84,37 @@ class ServeOptions:
     @property
     def row_limit(self) -> int:
         return self.max_rows_per_request or 4 * self.max_batch_size
+
+    @property
+    def bodies_budget(self) -> int:
+        return self.max_bodies_bytes or 4 * self.max_request_bytes
+
+
+class BodyBudget:
+    """The bytes of request bodies the server holds, all requests together, bounded: a request that would pass the
+    budget gets a 503 with Retry-After at once (before its body is read, when it declares its length) instead of the
+    process growing until it is killed (511 parallel 16 MiB bodies were 8 GiB). Single-threaded: the event loop's."""
+
+    def __init__(self, limit: int):
+        self.limit, self.held = limit, 0
+
+    @contextlib.contextmanager
+    def share(self):
+        """A request's share: `take(n)` as its body arrives; all of it given back when the request is answered."""
+        taken = [0]
+
+        def take(size: int) -> None:
+            if self.held + size > self.limit:
+                raise HTTPException(503, f"the server holds {self.held} bytes of request bodies, its budget is "
+                                         f"{self.limit} (--max-bodies-mb); retry shortly",
+                                    headers={"Retry-After": "1"})
+            self.held += size
+            taken[0] += size
+
+        try:
+            yield take
+        finally:
+            self.held -= taken[0]
 
 
 class JSONResponse(Response):
@@ -112,6 +144,7 @@ class ModelServer:
         self.loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-load", initializer=_lower_priority)
         self.batchers: dict[tuple[str, int, str], MicroBatcher] = {}
         self.closing: set[asyncio.Task] = set()  # retired versions' batchers, answering what they hold
+        self.bodies = BodyBudget(options.bodies_budget)
         self.counts = {name: {"requests": 0, "model_calls": 0} for name in repository.models}
         self.counts_lock = threading.Lock()  # model calls are counted from the worker threads
 
@@ -243,7 +276,9 @@ class ModelServer:
              **self.counts[name]}
             for name, model in sorted(self.repository.models.items())]})
 
-    async def read_body(self, request: Request) -> bytes:
+    async def read_body(self, request: Request, take=lambda size: None) -> bytes:
+        """The request's body, within --max-request-mb and the body timeout; `take(n)` (a `BodyBudget` share) is
+        asked for its bytes before they are held: the declared length first, then what arrives beyond it."""
         limit = self.options.max_request_bytes
 
         def too_large(size: str) -> HTTPException:
@@ -251,8 +286,11 @@ class ModelServer:
                                       "instances per request, or start the server with a larger --max-request-mb")
 
         declared = request.headers.get("content-length")
-        if declared is not None and re.fullmatch(r"[0-9]+", declared) and int(declared) > limit:
+        declared = int(declared) if declared is not None and re.fullmatch(r"[0-9]+", declared) else None
+        if declared is not None and declared > limit:
             raise too_large(f" ({declared} bytes)")
+        reserved = declared or 0
+        take(reserved)
         body = bytearray()
         chunks = request.stream().__aiter__()
         deadline = asyncio.get_running_loop().time() + self.options.body_timeout
@@ -267,6 +305,9 @@ class ModelServer:
             except asyncio.TimeoutError:
                 raise HTTPException(408, f"the request body did not arrive within {self.options.body_timeout:g} s "
                                          "(--body-timeout-s)") from None
+            if len(body) + len(chunk) > reserved:
+                take(len(body) + len(chunk) - reserved)
+                reserved = len(body) + len(chunk)
             body += chunk
             if len(body) > limit:
                 raise too_large("")
@@ -319,7 +360,8 @@ def build_app(repository: ModelRepository, options: ServeOptions | None = None) 
                 if verb != ":predict":
                     return error(404 if verb is None or verb in (":classify", ":regress") else 400,
                                  f"POST {request.url.path}: only :predict is served (use /v1/models/{name}:predict)")
-                return await server.predict(name, version, await server.read_body(request))
+                with server.bodies.share() as take:  # held until answered: the body lives that long
+                    return await server.predict(name, version, await server.read_body(request, take))
             if verb is not None:
                 return error(405, f"{verb} needs POST")
             return server.metadata(name, version) if metadata else server.status(name, version)
@@ -328,7 +370,9 @@ def build_app(repository: ModelRepository, options: ServeOptions | None = None) 
         except rest.TooLarge as large:
             return error(413, str(large))
         except HTTPException as failure:
-            return error(failure.status_code, failure.detail)
+            response = error(failure.status_code, failure.detail)
+            response.headers.update(failure.headers or {})
+            return response
         except Exception as failure:  # a bug or a model failure: answer, log, keep serving
             log.exception("%s %s failed", request.method, request.url.path)
             return error(500, f"{type(failure).__name__}: {first_line(str(failure))}")

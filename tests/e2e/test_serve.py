@@ -170,6 +170,29 @@ def test_work_per_request_is_bounded_and_slow_clients_are_cut_off(trained):
             started = time.monotonic()
             assert loris.recv(1024) == b""  # closed by the server, not by our 30 s timeout
             assert time.monotonic() - started < 10
+
+        # Reliability review round 5, finding 3: an endless URL or header value is answered 431 once past 64 KiB,
+        # before the parser buffers more (it used to buffer all of it, quadratically, on the event loop).
+        for opening in (b"GET /v1/models/" , b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Long: "):
+            with socket.create_connection(("127.0.0.1", limited.port), timeout=30) as endless:
+                endless.sendall(opening)
+                sent, answer = 0, b""
+                try:
+                    while sent < 4 << 20 and not answer:
+                        endless.sendall(b"a" * 16384)
+                        sent += 16384
+                        endless.settimeout(0.001)
+                        try:
+                            answer = endless.recv(4096)
+                        except (BlockingIOError, socket.timeout):
+                            pass
+                        endless.settimeout(30)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                if not answer:
+                    endless.settimeout(5)
+                    answer = endless.recv(4096)
+                assert answer.startswith(b"HTTP/1.1 431") and sent < 1 << 20, (answer[:80], sent)
         assert limited.post("/v1/models/sentiment-bilstm:predict", {"instances": ["still there?"]})[0] == 200
 
 
@@ -256,6 +279,8 @@ def test_a_savedmodel_that_does_not_load_is_one_line_exit_2_in_a_fresh_process(t
     (["sentiment-bilstm", "--header-timeout-s", "0"], "kpipe: error: --max-rows-per-request must be at least 0 (0: "
      "4 x --max-batch-size), --limit-concurrency at least 1, --header-timeout-s, --body-timeout-s, --max-text-kb and "
      "--max-batch-kb above 0", True),
+    (["sentiment-bilstm", "--max-bodies-mb", "8"], "kpipe: error: --max-bodies-mb 8 is below --max-request-mb 16: no "
+     "request of the largest size could ever be read; raise it (or 0: 4 x --max-request-mb)", True),
     (["sentiment-bilstm", "saved_models/sentiment-bilstm/1"], "kpipe: error: two models would be served as "
                                                               "'sentiment-bilstm'", False),
 ])

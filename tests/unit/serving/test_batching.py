@@ -64,7 +64,7 @@ def test_the_server_closes_the_batcher_of_a_version_it_no_longer_serves():
     from kpipe.serving.app import ModelServer
 
     repository = SimpleNamespace(models={"m": None})
-    options = SimpleNamespace(threads=1, max_batch_size=4, batch_timeout=0.0, max_batch_bytes=1 << 20)
+    options = SimpleNamespace(threads=1, max_batch_size=4, batch_timeout=0.0, max_batch_bytes=1 << 20, bodies_budget=1 << 20)
     version = {v: SimpleNamespace(version=v, signatures={"serve": doubling([])}) for v in (1, 2)}
 
     async def scenario():

@@ -117,3 +117,38 @@ def test_a_client_that_disconnects_mid_body_is_dropped_without_a_traceback():
     with pytest.raises(HTTPException) as caught:
         asyncio.run(server.read_body(request))
     assert caught.value.status_code == 499
+
+
+def test_bodies_past_the_servers_budget_get_a_503_with_retry_after_until_room_is_made():
+    """Reliability review round 5, finding 5: bodies were bounded one request at a time only (511 parallel 16 MiB
+    bodies held 8 GiB). A budget across requests: the declared length is asked for before the body is read, and
+    bytes beyond a declaration (or without one) as they arrive; a share is given back when its request ends."""
+    import asyncio
+    import types
+
+    from starlette.exceptions import HTTPException
+
+    from kpipe.serving import app
+
+    server = app.ModelServer(types.SimpleNamespace(models={}),
+                             app.ServeOptions(batching=False, max_request_bytes=100, max_bodies_bytes=250))
+
+    def request(body: bytes, declared: bool = True):
+        async def stream():
+            for start in range(0, len(body), 40):
+                yield body[start:start + 40]
+        return types.SimpleNamespace(headers={"content-length": str(len(body))} if declared else {}, stream=stream)
+
+    async def scenario():
+        with server.bodies.share() as first, server.bodies.share() as second:
+            assert len(await server.read_body(request(b"a" * 100), first)) == 100
+            assert len(await server.read_body(request(b"b" * 100, declared=False), second)) == 100
+            assert server.bodies.held == 200
+            with server.bodies.share() as third, pytest.raises(HTTPException) as refused:
+                await server.read_body(request(b"c" * 60), third)  # 260 > 250: refused before it is read
+        assert refused.value.status_code == 503 and refused.value.headers == {"Retry-After": "1"}
+        assert server.bodies.held == 0  # every share given back
+        with server.bodies.share() as fourth:
+            assert len(await server.read_body(request(b"c" * 60), fourth)) == 60
+
+    asyncio.run(scenario())
