@@ -40,13 +40,24 @@ def _taken(root: Path) -> int:
     return max((int(p.name) for p in root.iterdir() if is_version_name(p.name)), default=0)
 
 
-# A temporary export folder names its writer: `.tmp-HOST-PID-RANDOM`, so a later run can tell one whose
-# writer was killed (its process is gone) from one being written now, and remove it.
+# A temporary export folder names its writer: `.tmp-HOST~PIDNS-PID-RANDOM`, so a later run can tell one whose
+# writer was killed (its process is gone) from one being written now, and remove it. A PID means that process only
+# within its PID namespace: two containers sharing an export volume (and, with --network host, the hostname) each
+# number their processes from 1, so the namespace is part of the writer's name.
 TMP_PREFIX = ".tmp-"
 
 
+def writer_host() -> str:
+    """This machine and PID namespace: the hostname, and the namespace's inode where /proc tells it."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{socket.gethostname()}~{namespace}"
+
+
 def tmp_name() -> str:
-    return f"{TMP_PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    return f"{TMP_PREFIX}{writer_host()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
 def _alive(pid: int) -> bool:
@@ -60,19 +71,20 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_tmp(root: Path, max_age_s: float = 7 * 24 * 3600) -> list[Path]:
-    """Remove temporary export folders left by killed writers: those written on this machine by a process
-    that no longer runs, and any (another machine's, or an older kpipe's) untouched for `max_age_s`."""
+    """Remove temporary export folders left by killed writers: those written on this machine, in this PID namespace,
+    by a process that no longer runs, and any (another machine's or container's, or an older kpipe's) untouched for
+    `max_age_s`."""
     removed = []
     if not root.is_dir():
         return removed
-    host = socket.gethostname()
+    host = writer_host()  # a PID is checked only in its own namespace: elsewhere only age removes a folder
     for entry in root.iterdir():
         if not entry.name.startswith(TMP_PREFIX) or not entry.is_dir():
             continue
-        writer_host, _, rest = entry.name[len(TMP_PREFIX):].rpartition("-")[0].rpartition("-")
+        writer, _, rest = entry.name[len(TMP_PREFIX):].rpartition("-")[0].rpartition("-")
         pid = int(rest) if rest.isdecimal() and rest.isascii() else None
         try:
-            stale = ((writer_host == host and pid is not None and not _alive(pid))
+            stale = ((writer == host and pid is not None and not _alive(pid))
                      or time.time() - entry.stat().st_mtime > max_age_s)
         except OSError:
             continue

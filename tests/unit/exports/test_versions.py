@@ -60,17 +60,24 @@ def test_temporary_folders_of_killed_writers_are_removed_and_live_ones_kept(tmp_
 
     root = tmp_path / "pipe"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    host = socket.gethostname()
+    from kpipe.exports.versions import writer_host
+
+    host = writer_host()
     killed = root / f".tmp-{host}-{int(dead.stdout)}-abc"       # its writer is gone: SIGKILLed mid-export
     live = root / f".tmp-{host}-{os.getpid()}-def"              # a writer of this process, still at work
     elsewhere = root / ".tmp-other-host-1-ghi"                  # another machine's: kept until it is old
     old = root / ".tmp-0123456789abcdef"                        # an older kpipe's name, untouched for weeks
-    for folder in (killed, live, elsewhere, old):
+    # Reliability review round 5, finding 21: the same hostname in another PID namespace (a container sharing the
+    # volume and the host's network): its PID says nothing here, so it is kept until it is old
+    container = root / f".tmp-{socket.gethostname()}~1-{int(dead.stdout)}-jkl"
+    from kpipe.exports.versions import tmp_name
+    assert f"~{os.stat('/proc/self/ns/pid').st_ino}-{os.getpid()}-" in tmp_name()  # a writer names its namespace
+    for folder in (killed, live, elsewhere, old, container):
         (folder / "variables").mkdir(parents=True)
     weeks_ago = time.time() - 30 * 24 * 3600
     os.utime(old, (weeks_ago, weeks_ago))
     version = write_version(root, lambda d: (d / "saved_model.pb").write_text("x"))
-    assert sorted(p.name for p in root.iterdir()) == sorted([live.name, elsewhere.name, version.name])
+    assert sorted(p.name for p in root.iterdir()) == sorted([live.name, elsewhere.name, container.name, version.name])
 
 
 def test_the_export_is_flushed_to_disk_before_it_is_published(tmp_path, monkeypatch):
