@@ -208,9 +208,11 @@ def open_serving(args):
         raise KpipeError(f"--max-bodies-mb {args.max_bodies_mb:g} is below --max-request-mb {args.max_request_mb:g}: "
                          "no request of the largest size could ever be read; raise it (or 0: 4 x --max-request-mb)")
     if (args.max_rows_per_request < 0 or args.limit_concurrency < 1 or not args.header_timeout_s > 0
-            or not args.body_timeout_s > 0 or not args.max_text_kb > 0 or not args.max_batch_kb > 0):
+            or not args.body_timeout_s > 0 or not args.max_text_kb > 0 or not args.max_batch_kb > 0
+            or not args.write_timeout_s > 0):
         raise KpipeError("--max-rows-per-request must be at least 0 (0: 4 x --max-batch-size), --limit-concurrency "
-                         "at least 1, --header-timeout-s, --body-timeout-s, --max-text-kb and --max-batch-kb above 0")
+                         "at least 1, --header-timeout-s, --body-timeout-s, --write-timeout-s, --max-text-kb and "
+                         "--max-batch-kb above 0")
     # Every model name resolved and the port taken before TensorFlow loads: a mistake fails in a second.
     served = [repository.parse_model_argument(m, args.export_dir) for m in args.models]
     sock = listen.bind(args.host, args.port)
@@ -237,6 +239,7 @@ def open_serving(args):
                            max_bodies_bytes=int(args.max_bodies_mb * 2**20),
                            max_rows_per_request=args.max_rows_per_request, limit_concurrency=args.limit_concurrency,
                            header_timeout=args.header_timeout_s, body_timeout=args.body_timeout_s,
+                           write_timeout=args.write_timeout_s,
                            max_text_bytes=int(args.max_text_kb * 1024), max_batch_bytes=int(args.max_batch_kb * 1024))
     return models, sock, options
 

@@ -184,6 +184,8 @@ def add_serve(sub, commands) -> None:
                        help="open connections and requests at most; beyond, HTTP 503 at once (default 512)")
     serve.add_argument("--header-timeout-s", type=float, default=10.0,
                        help="a connection whose request headers take longer is closed (default 10 s)")
+    serve.add_argument("--write-timeout-s", type=float, default=30.0,
+                       help="a client that leaves the server's answers unread this long is dropped (default 30 s)")
     serve.add_argument("--body-timeout-s", type=float, default=30.0,
                        help="a request body that takes longer to arrive gets HTTP 408 (default 30 s)")
     serve.add_argument("--poll-seconds", type=float, default=2.0,

@@ -78,6 +78,7 @@ class ServeOptions:
     threads: int = 4                  # calls running at once (requests that cannot share a call)
     limit_concurrency: int = 512      # open connections and requests at most; beyond, 503 at once
     header_timeout: float = 10.0      # seconds a client has to send a request's headers
+    write_timeout: float = 30.0       # seconds a client may leave the server's answer unread before it is dropped
     body_timeout: float = 30.0        # seconds a client has to send a request's body (then 408)
     keep_alive: int = 5               # seconds an idle keep-alive connection stays open
 
@@ -426,5 +427,6 @@ def http_server(repository: ModelRepository, options: ServeOptions):
 
     config = uvicorn.Config(build_app(repository, options), log_level="warning", access_log=False,
                             timeout_graceful_shutdown=5, limit_concurrency=options.limit_concurrency,
-                            timeout_keep_alive=options.keep_alive, http=header_timeout_protocol(options.header_timeout))
+                            timeout_keep_alive=options.keep_alive, http=header_timeout_protocol(options.header_timeout,
+                                                                         write_timeout=options.write_timeout))
     return uvicorn.Server(config)

@@ -20,10 +20,12 @@ def too_large_response(max_bytes: int) -> bytes:
             b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
 
 
-def header_timeout_protocol(seconds: float, max_bytes: int = MAX_HEADER_BYTES):
+def header_timeout_protocol(seconds: float, max_bytes: int = MAX_HEADER_BYTES, write_timeout: float = 30.0):
     """uvicorn's HTTP protocol (httptools) closing a connection whose request line and headers take over `seconds`
     to arrive (uvicorn itself waits for them forever, so slow clients could hold every connection) or grow past
-    `max_bytes` (answered 431: uvicorn and httptools set no limit)."""
+    `max_bytes` (answered 431: uvicorn and httptools set no limit), and dropping one whose client has not read
+    what the server writes for `write_timeout` seconds (uvicorn waits for it to drain forever: 512 clients that
+    pipeline requests and never read held every connection slot until a restart)."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:  # httptools comes with uvicorn[standard]; without it, uvicorn's h11 (no header timeout)
@@ -32,6 +34,7 @@ def header_timeout_protocol(seconds: float, max_bytes: int = MAX_HEADER_BYTES):
 
     class HeaderTimeoutProtocol(HttpToolsProtocol):
         _header_timer = None
+        _write_timer = None
         _header_bytes = -1  # bytes of the request line and headers so far; -1 once they are complete
 
         def data_received(self, data: bytes) -> None:
@@ -65,10 +68,26 @@ def header_timeout_protocol(seconds: float, max_bytes: int = MAX_HEADER_BYTES):
                 self._header_timer = None
             super().on_headers_complete()
 
+        def pause_writing(self) -> None:  # the transport's buffer is full: the client is not reading
+            super().pause_writing()
+            if self._write_timer is None:
+                self._write_timer = self.loop.call_later(write_timeout, self._writes_too_slow)
+
+        def resume_writing(self) -> None:
+            if self._write_timer is not None:
+                self._write_timer.cancel()
+                self._write_timer = None
+            super().resume_writing()
+
+        def _writes_too_slow(self) -> None:
+            self._write_timer = None
+            self.transport.abort()  # not close(): that waits for the buffer to drain, which is what never happens
+
         def connection_lost(self, exc) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
+            for timer in (self._header_timer, self._write_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._header_timer = self._write_timer = None
             super().connection_lost(exc)
 
     return HeaderTimeoutProtocol

@@ -140,7 +140,8 @@ def test_work_per_request_is_bounded_and_slow_clients_are_cut_off(trained):
     import http.client
 
     with served_in_thread("sentiment-bilstm", "--max-batch-size", "4", "--max-rows-per-request", "12",
-                          "--body-timeout-s", "1", "--header-timeout-s", "1", cwd=trained) as limited:
+                          "--body-timeout-s", "1", "--header-timeout-s", "1", "--write-timeout-s", "1",
+                          cwd=trained) as limited:
         texts = [f"{TEXTS[i % 4]} {i}" for i in range(12)]
         labels, probabilities = reference(trained / "saved_models" / "sentiment-bilstm" / "1", texts)
         before = limited.get("/v1/models")[1]["models"][0]["model_calls"]
@@ -193,6 +194,39 @@ def test_work_per_request_is_bounded_and_slow_clients_are_cut_off(trained):
                     endless.settimeout(5)
                     answer = endless.recv(4096)
                 assert answer.startswith(b"HTTP/1.1 431") and sent < 1 << 20, (answer[:80], sent)
+
+        # Finding 4: a client that pipelines requests and never reads their answers is dropped after
+        # --write-timeout-s (it used to hold its connection, and a slot of --limit-concurrency, forever).
+        import threading
+
+        reader = socket.socket()
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        reader.connect(("127.0.0.1", limited.port))
+        request = b"GET /v1/models/sentiment-bilstm/metadata HTTP/1.1\r\nHost: x\r\n\r\n"
+
+        def flood():
+            try:
+                reader.sendall(request * 20000)
+            except OSError:
+                pass
+        threading.Thread(target=flood, daemon=True).start()
+        time.sleep(4)  # the server's send buffer fills, its writes pause, the 1 s timer runs out
+        reader.settimeout(2)
+        received, dropped, deadline = 0, False, time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                chunk = reader.recv(1 << 16)
+            except ConnectionResetError:
+                dropped = True
+                break
+            except socket.timeout:
+                break
+            if not chunk:
+                dropped = True
+                break
+            received += len(chunk)
+        reader.close()
+        assert dropped, f"still connected after reading {received} bytes"
         assert limited.post("/v1/models/sentiment-bilstm:predict", {"instances": ["still there?"]})[0] == 200
 
 
@@ -277,8 +311,8 @@ def test_a_savedmodel_that_does_not_load_is_one_line_exit_2_in_a_fresh_process(t
     (["sentiment-bilstm", "--max-batch-size", "0"], "kpipe: error: --max-batch-size must be at least 1, "
      "--batch-timeout-ms at least 0, --max-request-mb and --poll-seconds above 0", True),
     (["sentiment-bilstm", "--header-timeout-s", "0"], "kpipe: error: --max-rows-per-request must be at least 0 (0: "
-     "4 x --max-batch-size), --limit-concurrency at least 1, --header-timeout-s, --body-timeout-s, --max-text-kb and "
-     "--max-batch-kb above 0", True),
+     "4 x --max-batch-size), --limit-concurrency at least 1, --header-timeout-s, --body-timeout-s, --write-timeout-s, "
+     "--max-text-kb and --max-batch-kb above 0", True),
     (["sentiment-bilstm", "--max-bodies-mb", "8"], "kpipe: error: --max-bodies-mb 8 is below --max-request-mb 16: no "
      "request of the largest size could ever be read; raise it (or 0: 4 x --max-request-mb)", True),
     (["sentiment-bilstm", "saved_models/sentiment-bilstm/1"], "kpipe: error: two models would be served as "
