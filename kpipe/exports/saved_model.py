@@ -27,7 +27,9 @@ def write_saved_model(path: Path, *, tracked: list, endpoints: dict) -> None:
     for name, function in endpoints.items():
         archive.add_endpoint(name, function)
     archive.write_out(str(path), verbose=False)
-    manifest.update(path, signatures={name: describe_signature(function) for name, function in endpoints.items()})
+    aliased = {} if "serving_default" in endpoints else {"serving_default_alias": next(iter(endpoints))}
+    manifest.update(path, signatures={name: describe_signature(function) for name, function in endpoints.items()},
+                    **aliased)  # ExportArchive names its first endpoint serving_default too: the server shares it
 
 
 def _resources(tracked: list) -> list:

@@ -234,7 +234,8 @@ class ModelServer:
         return Response(rendered, media_type="application/json")
 
     def batcher(self, name: str, current: LoadedVersion, signature_name: str) -> MicroBatcher:
-        key = (name, current.version, signature_name)
+        # keyed by the signature, not the name it was asked by: an alias (serving_default) shares its lanes
+        key = (name, current.version, getattr(current.signatures[signature_name], "name", signature_name))
         if key not in self.batchers:
             for old in [k for k in self.batchers if k[0] == name and k[1] != current.version]:
                 # A newer version is served: the old batcher answers what it holds, then its task ends.

@@ -147,10 +147,14 @@ def load_version(path: Path, warm_up_rows: int = 1) -> LoadedVersion:
         raise KpipeError(f"cannot load the SavedModel in {path}: {first_line(str(error), type(error).__name__)}") \
             from None
     signatures = {name: saved_model_signature(name, function) for name, function in loaded.signatures.items()}
-    _warm_up(path, signatures, warm_up_rows)
     # Any SavedModel can be served (kpipe's manifest only adds the pipeline name and task), but a kpipe
     # export whose manifest is unreadable is refused: it was damaged after it was published.
     info = manifest.read(path) if (path / manifest.MANIFEST_FILE).exists() else {}
+    alias = info.get("serving_default_alias")  # kpipe.exports.saved_model wrote which endpoint it is
+    if alias in signatures and "serving_default" in signatures:
+        # one signature under two names, so one set of batching lanes (two let a model take twice its share)
+        signatures["serving_default"] = signatures[alias]
+    _warm_up(path, signatures, warm_up_rows)
     return LoadedVersion(_number(path) or 1, path, signatures, info, module=loaded)
 
 
@@ -167,7 +171,7 @@ def _load_portable(path: Path, warm_up_rows: int) -> LoadedVersion:
 
 
 def _warm_up(path: Path, signatures: dict, rows: int) -> None:
-    for signature in signatures.values():
+    for signature in {id(s): s for s in signatures.values()}.values():  # an alias once
         try:
             signature.warm_up(rows)
         except Exception as error:  # e.g. a model that rejects empty strings: it is served cold, not refused

@@ -160,3 +160,34 @@ def test_a_version_polled_while_it_is_still_being_copied_in_is_loaded_once_compl
     data.write_bytes(complete)  # the copy finishes
     repository.poll()
     assert model.current.version == 2 and answer(model) == 3.0
+
+
+def test_serving_default_aliasing_an_endpoint_is_one_signature_with_one_set_of_lanes(tmp_path):
+    """Reliability review round 5, finding 11 (its alias half): Keras' ExportArchive names its first endpoint
+    serving_default too; the server gave each name its own batcher, so two bulk lanes per model."""
+    import asyncio
+    import types
+
+    import tensorflow as tf
+
+    from kpipe.exports import manifest
+    from kpipe.exports.saved_model import write_saved_model
+    from kpipe.serving.app import ModelServer, ServeOptions
+    from kpipe.serving.repository import load_version
+
+    doubling = tf.function(lambda x: {"y": x * 2}, input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    tripling = tf.function(lambda x: {"z": x * 3}, input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    path = tmp_path / "1"
+    write_saved_model(path, tracked=[], endpoints={"serve": doubling, "embed": tripling})  # "embed" sorts first
+    manifest.update(path, pipeline="tiny", task="classify")
+    loaded = load_version(path)
+    assert set(loaded.signatures) == {"serve", "embed", "serving_default"}
+    assert loaded.signatures["serving_default"] is loaded.signatures["serve"]
+    model = types.SimpleNamespace(name="m", current=loaded)
+    server = ModelServer(types.SimpleNamespace(models={"m": model}), ServeOptions())
+
+    async def batchers():
+        return server.batcher("m", loaded, "serve"), server.batcher("m", loaded, "serving_default")
+
+    first, second = asyncio.run(batchers())
+    assert first is second and len(server.batchers) == 1
