@@ -197,11 +197,20 @@ def _predict_shards(args) -> int:
 
         def predict(texts):
             return _classify_frame(predictor(texts))
+    shard_predict.check_same_model(folder, model_identity(args.model if is_portable(args.model) else model_dir),
+                                   getattr(args, "overwrite", False))
     written, skipped, rows = shard_predict.predict_shards(paths, folder, args.column or "text", predict,
                                                           progress=sys.stderr.isatty() and not args.quiet)
     print(f"Wrote {written} shard{'s' if written != 1 else ''} ({rows} rows) to {folder}"
           + (f"; skipped {skipped} finished by an earlier run" if skipped else ""))
     return 0
+
+
+def model_identity(model_dir) -> str:
+    """Which export answered: its resolved folder and its manifest's stamp (a republished version differs)."""
+    folder = Path(model_dir).resolve()
+    stamp = (folder / "kpipe.json").stat().st_mtime_ns if (folder / "kpipe.json").exists() else 0
+    return f"{folder} ({stamp})"
 
 
 def _predict_portable(args, folder: Path, table, output: Path | None) -> int:

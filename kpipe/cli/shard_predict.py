@@ -17,6 +17,7 @@ from typing import Callable
 from kpipe.datasets import shards
 from kpipe.datasets.files import table_kind
 from kpipe.errors import KpipeError
+from kpipe.exports.versions import alive
 
 
 def output_shard(folder: Path, shard: Path) -> Path:
@@ -44,10 +45,11 @@ def check_shard_job(pattern: str, column: str, output: str | None) -> tuple[list
     if not folder.parent.is_dir():
         raise KpipeError(f"--output {output}: folder {folder.parent} does not exist")
     paths = shards.list_shards(pattern)
-    have = shards.columns_of(paths[0])
-    if column not in have:
-        raise KpipeError(f"{paths[0]} has no column '{column}' (its columns: {', '.join(map(str, have))}); "
-                         "pass --column NAME")
+    for path in paths:  # every shard: a later one without the column was a traceback halfway through the job
+        have = shards.columns_of(path)
+        if column not in have:
+            raise KpipeError(f"{path} has no column '{column}' (its columns: {', '.join(map(str, have))}); "
+                             "pass --column NAME, or leave that shard out of the pattern")
     outputs = [output_shard(folder, p) for p in paths]
     clash = sorted({o.name for o in outputs if outputs.count(o) > 1})
     if clash:
@@ -59,10 +61,12 @@ def check_shard_job(pattern: str, column: str, output: str | None) -> tuple[list
 
 
 class _AppendingWriter:
-    """Rows appended batch by batch to one file of the output's format."""
+    """Rows appended batch by batch to one file of the output's format. A Parquet output takes its input columns'
+    types from the input shard's schema (`input_schema`), not from the first batch: a column null in the first
+    batch would be typed null there, and every later batch fail to cast."""
 
-    def __init__(self, path: Path, kind: str):
-        self.path, self.kind, self.parquet, self.first = path, kind, None, True
+    def __init__(self, path: Path, kind: str, input_schema=None):
+        self.path, self.kind, self.parquet, self.first, self.input_schema = path, kind, None, True, input_schema
 
     def write(self, frame) -> None:
         if self.kind == ".parquet":
@@ -71,7 +75,10 @@ class _AppendingWriter:
 
             table = pa.Table.from_pandas(frame, preserve_index=False)
             if self.parquet is None:
-                self.parquet = pq.ParquetWriter(self.path, table.schema)
+                known = {f.name: f for f in self.input_schema} if self.input_schema is not None else {}
+                fields = [known.get(f.name, f) if f.name in known else
+                          (f.with_type(pa.string()) if pa.types.is_null(f.type) else f) for f in table.schema]
+                self.parquet = pq.ParquetWriter(self.path, pa.schema(fields))
             self.parquet.write_table(table.cast(self.parquet.schema))
         elif self.kind == ".jsonl":
             with self.path.open("a", encoding="utf-8") as f:
@@ -87,8 +94,50 @@ class _AppendingWriter:
             self.path.write_text("", encoding="utf-8")
 
 
+def remove_dead_partials(folder: Path) -> list[Path]:
+    """Partial output shards left by killed runs (`.NAME.PID.partial` whose process is gone): a partial is up to a
+    whole shard's answers, and nothing else would ever remove it."""
+    removed = []
+    for partial in folder.glob(".*.partial"):
+        pid = partial.name[:-len(".partial")].rpartition(".")[2]
+        if pid.isdecimal() and not alive(int(pid)):
+            partial.unlink(missing_ok=True)
+            removed.append(partial)
+    return removed
+
+
+MODEL_FILE = ".kpipe-model.json"  # which model answered the output shards of a folder
+
+
+def check_same_model(folder: Path, model: str, overwrite: bool) -> None:
+    """The output folder's shards are all one model's answers: a rerun with another model (or another version of
+    it) is refused, or with `overwrite` answers every shard again.
+
+    Raises:
+        KpipeError: the folder holds another model's answers.
+    """
+    import json
+
+    record = folder / MODEL_FILE
+    if record.is_file():
+        earlier = json.loads(record.read_text(encoding="utf-8")).get("model")
+        if earlier != model and not overwrite:
+            raise KpipeError(f"--output {folder} holds answers of {earlier}, not {model}: a rerun would mix two "
+                             "models' answers; pass --overwrite to answer every shard again, or another folder")
+        if earlier != model or overwrite:
+            for path in folder.iterdir():
+                if path.is_file() and not path.name.startswith("."):
+                    path.unlink()
+    elif overwrite and folder.is_dir():
+        for path in folder.iterdir():
+            if path.is_file() and not path.name.startswith("."):
+                path.unlink()
+    folder.mkdir(exist_ok=True)
+    record.write_text(json.dumps({"model": model}), encoding="utf-8")
+
+
 def predict_shards(paths: list[Path], folder: Path, column: str, predict: Callable[[list[str]], object], *,
-                   progress: bool = False) -> tuple[int, int, int]:
+                   progress: bool = False, batch_rows: int = shards.BATCH_ROWS) -> tuple[int, int, int]:
     """Answer every input shard into its output shard with `predict(texts) -> DataFrame of answers`.
 
     Returns:
@@ -98,6 +147,7 @@ def predict_shards(paths: list[Path], folder: Path, column: str, predict: Callab
     from tqdm.auto import tqdm
 
     folder.mkdir(exist_ok=True)
+    remove_dead_partials(folder)
     written = skipped = rows = 0
     for path in tqdm(paths, unit="shard", disable=not progress):
         target = output_shard(folder, path)
@@ -105,9 +155,14 @@ def predict_shards(paths: list[Path], folder: Path, column: str, predict: Callab
             skipped += 1
             continue
         partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-        writer = _AppendingWriter(partial, target.suffix.lower())
+        schema = None
+        if table_kind(path) in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            schema = pq.read_schema(path)
+        writer = _AppendingWriter(partial, target.suffix.lower(), schema)
         try:
-            for frame in shards.read_batches(path, None):
+            for frame in shards.read_batches(path, None, batch_rows=batch_rows):
                 found = predict(["" if v is None or v != v else str(v) for v in frame[column]])
                 found = found.rename(columns={c: f"predicted_{c}" for c in found.columns if c in frame.columns})
                 writer.write(pd.concat([frame.reset_index(drop=True), found], axis=1))

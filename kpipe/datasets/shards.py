@@ -160,14 +160,15 @@ def _pandas_batches(path: Path, kind: str, columns: list[str] | None, encoding: 
                              encoding_errors="strict", lineterminator="\n", **csv_quoting(kind))
     with reader:
         for frame in reader:
+            if kind != ".jsonl":  # a Windows "\r\n" leaves "\r" on the last column's name and values
+                frame.columns = [str(c).removesuffix("\r") for c in frame.columns]
+                last = frame.columns[-1]
+                frame[last] = frame[last].str.removesuffix("\r")
             if columns is None:
                 yield frame
                 continue
-            if kind != ".jsonl":
-                frame.columns = [str(c).removesuffix("\r") for c in frame.columns]
             _missing(path, columns, list(frame.columns))
-            frame = frame[columns].astype(str).where(frame[columns].notna(), "")
-            yield frame if kind == ".jsonl" else frame.apply(lambda column: column.str.removesuffix("\r"))
+            yield frame[columns].astype(str).where(frame[columns].notna(), "")
 
 
 def _records(path: Path):

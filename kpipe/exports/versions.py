@@ -60,7 +60,8 @@ def tmp_name() -> str:
     return f"{TMP_PREFIX}{writer_host()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (in this PID namespace)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -84,7 +85,7 @@ def remove_stale_tmp(root: Path, max_age_s: float = 7 * 24 * 3600) -> list[Path]
         writer, _, rest = entry.name[len(TMP_PREFIX):].rpartition("-")[0].rpartition("-")
         pid = int(rest) if rest.isdecimal() and rest.isascii() else None
         try:
-            stale = ((writer == host and pid is not None and not _alive(pid))
+            stale = ((writer == host and pid is not None and not alive(pid))
                      or time.time() - entry.stat().st_mtime > max_age_s)
         except OSError:
             continue

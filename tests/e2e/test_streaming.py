@@ -52,7 +52,7 @@ def test_predict_over_shards_writes_one_output_per_input_and_resumes(streamed):
     done = kpipe(*command, cwd=folder, env=new_user_env())
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Wrote 3 shards (1200 rows)" in done.stdout
-    outputs = sorted(p.name for p in (folder / "answers").iterdir())
+    outputs = sorted(p.name for p in (folder / "answers").iterdir() if not p.name.startswith("."))
     assert outputs == ["part-0.parquet", "part-1.csv", "part-2.parquet"]
     first = pd.read_parquet(folder / "answers/part-0.parquet")
     assert list(first.columns[:2]) == ["text", "label"] and len(first) == 500
