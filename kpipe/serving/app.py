@@ -34,12 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from kpipe.serving import rest
 from kpipe.serving.batching import MicroBatcher, is_bulk, text_bytes
+from kpipe.serving.bodies import BodyBudget, read_body
 from kpipe.serving.header_timeout import header_timeout_protocol
 from kpipe.serving.repository import LoadedVersion, ModelRepository, ServedModel, first_line
 from kpipe.serving.signatures import TF_SERVING_DTYPES, InputRejected
@@ -89,33 +90,6 @@ class ServeOptions:
     @property
     def bodies_budget(self) -> int:
         return self.max_bodies_bytes or 4 * self.max_request_bytes
-
-
-class BodyBudget:
-    """The bytes of request bodies the server holds, all requests together, bounded: a request that would pass the
-    budget gets a 503 with Retry-After at once (before its body is read, when it declares its length) instead of the
-    process growing until it is killed (511 parallel 16 MiB bodies were 8 GiB). Single-threaded: the event loop's."""
-
-    def __init__(self, limit: int):
-        self.limit, self.held = limit, 0
-
-    @contextlib.contextmanager
-    def share(self):
-        """A request's share: `take(n)` as its body arrives; all of it given back when the request is answered."""
-        taken = [0]
-
-        def take(size: int) -> None:
-            if self.held + size > self.limit:
-                raise HTTPException(503, f"the server holds {self.held} bytes of request bodies, its budget is "
-                                         f"{self.limit} (--max-bodies-mb); retry shortly",
-                                    headers={"Retry-After": "1"})
-            self.held += size
-            taken[0] += size
-
-        try:
-            yield take
-        finally:
-            self.held -= taken[0]
 
 
 class JSONResponse(Response):
@@ -279,40 +253,7 @@ class ModelServer:
             for name, model in sorted(self.repository.models.items())]})
 
     async def read_body(self, request: Request, take=lambda size: None) -> bytes:
-        """The request's body, within --max-request-mb and the body timeout; `take(n)` (a `BodyBudget` share) is
-        asked for its bytes before they are held: the declared length first, then what arrives beyond it."""
-        limit = self.options.max_request_bytes
-
-        def too_large(size: str) -> HTTPException:
-            return HTTPException(413, f"the request body{size} is over the limit of {limit} bytes; send fewer "
-                                      "instances per request, or start the server with a larger --max-request-mb")
-
-        declared = request.headers.get("content-length")
-        declared = int(declared) if declared is not None and re.fullmatch(r"[0-9]+", declared) else None
-        if declared is not None and declared > limit:
-            raise too_large(f" ({declared} bytes)")
-        reserved = declared or 0
-        take(reserved)
-        body = bytearray()
-        chunks = request.stream().__aiter__()
-        deadline = asyncio.get_running_loop().time() + self.options.body_timeout
-        while True:
-            remaining = deadline - asyncio.get_running_loop().time()
-            try:
-                chunk = await asyncio.wait_for(chunks.__anext__(), max(remaining, 0))
-            except StopAsyncIteration:
-                return bytes(body)
-            except ClientDisconnect:  # the client went away mid-body: nobody to answer, nothing worth a traceback
-                raise HTTPException(499, "the client closed the connection before sending its whole body") from None
-            except asyncio.TimeoutError:
-                raise HTTPException(408, f"the request body did not arrive within {self.options.body_timeout:g} s "
-                                         "(--body-timeout-s)") from None
-            if len(body) + len(chunk) > reserved:
-                take(len(body) + len(chunk) - reserved)
-                reserved = len(body) + len(chunk)
-            body += chunk
-            if len(body) > limit:
-                raise too_large("")
+        return await read_body(request, self.options.max_request_bytes, self.options.body_timeout, take)
 
     async def poll_versions(self) -> None:
         """Forever: load newer versions of folders of versions (in a thread: loading takes seconds)."""
