@@ -154,7 +154,9 @@ def load_version(path: Path, warm_up_rows: int = 1) -> LoadedVersion:
     if alias in signatures and "serving_default" in signatures:
         # one signature under two names, so one set of batching lanes (two let a model take twice its share)
         signatures["serving_default"] = signatures[alias]
-    _warm_up(path, signatures, warm_up_rows)
+    # An export may ask for a smaller warm-up: a language model's signatures generate (a call per token), where
+    # warming up 256 rows costs seconds of start-up and compiles nothing one row does not
+    _warm_up(path, signatures, min(warm_up_rows, int(info.get("warm_up_rows", warm_up_rows))))
     return LoadedVersion(_number(path) or 1, path, signatures, info, module=loaded)
 
 

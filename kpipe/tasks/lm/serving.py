@@ -18,7 +18,7 @@ import keras_hub
 import tensorflow as tf
 
 from kpipe.evaluation import reporting
-from kpipe.exports import run_files, saved_model
+from kpipe.exports import manifest, run_files, saved_model
 from kpipe.preprocessing.byte_bpe import TOKENIZER_FILE, ByteBPE
 from kpipe.tasks.lm.predict import SETTINGS_FILE
 
@@ -153,5 +153,6 @@ def write_language_model_export(path: Path, *, model: keras.Model, serving: Lang
         "serving_default": serving.serve, "generate": serving.generate, "score": serving.score})
     run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     bpe.save(path / TOKENIZER_FILE)
+    manifest.update(path, warm_up_rows=1)  # the server's warm-up: one row traces all a SavedModel needs
     reporting.write_json({"sequence_length": serving.sequence_length, "vocabulary_size": bpe.size},
                          path / SETTINGS_FILE)

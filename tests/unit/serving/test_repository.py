@@ -191,3 +191,19 @@ def test_serving_default_aliasing_an_endpoint_is_one_signature_with_one_set_of_l
 
     first, second = asyncio.run(batchers())
     assert first is second and len(server.batchers) == 1
+
+
+def test_an_export_can_ask_for_a_smaller_warm_up(tiny, tmp_path, monkeypatch):
+    """A language model's manifest asks for one row: warming its generating signatures up with 256 rows cost
+    seconds of start-up."""
+    from kpipe.serving import signatures as signature_module
+    from kpipe.serving.repository import load_version
+
+    asked = []
+    monkeypatch.setattr(signature_module.Signature, "warm_up", lambda self, rows: asked.append(rows))
+    path = publish(tiny, tmp_path, 1, 2)
+    load_version(path, warm_up_rows=256)
+    manifest = json.loads((path / "kpipe.json").read_text())
+    (path / "kpipe.json").write_text(json.dumps({**manifest, "warm_up_rows": 1}))
+    load_version(path, warm_up_rows=256)
+    assert asked == [256, 1]
