@@ -119,16 +119,11 @@ def check_same_model(folder: Path, model: str, overwrite: bool) -> None:
     import json
 
     record = folder / MODEL_FILE
-    if record.is_file():
-        earlier = json.loads(record.read_text(encoding="utf-8")).get("model")
-        if earlier != model and not overwrite:
-            raise KpipeError(f"--output {folder} holds answers of {earlier}, not {model}: a rerun would mix two "
-                             "models' answers; pass --overwrite to answer every shard again, or another folder")
-        if earlier != model or overwrite:
-            for path in folder.iterdir():
-                if path.is_file() and not path.name.startswith("."):
-                    path.unlink()
-    elif overwrite and folder.is_dir():
+    earlier = json.loads(record.read_text(encoding="utf-8")).get("model") if record.is_file() else model
+    if earlier != model and not overwrite:
+        raise KpipeError(f"--output {folder} holds answers of {earlier}, not {model}: a rerun would mix two "
+                         "models' answers; pass --overwrite to answer every shard again, or another folder")
+    if overwrite and folder.is_dir():  # every output shard answered again
         for path in folder.iterdir():
             if path.is_file() and not path.name.startswith("."):
                 path.unlink()
