@@ -13,12 +13,11 @@ model loads.
 from __future__ import annotations
 
 import json
-import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kpipe.atomic import write_atomically
 from kpipe.datasets.files import read_table
 from kpipe.errors import KpipeError
 from kpipe.portable.runtime import PortableClassifier, is_portable
@@ -95,28 +94,23 @@ def check_output(output: str | Path, inputs: str | Path | None, overwrite: bool 
 
 
 def write_table(frame: pd.DataFrame, output: Path) -> None:
-    """Write `frame` in the format `output`'s suffix names, atomically (temporary file, then rename)."""
+    """Write `frame` in the format `output`'s suffix names, atomically (`kpipe.atomic`: a partial file beside it,
+    created by the writer with the umask's permissions as any file the user writes, then renamed)."""
     kind = output.suffix.lower()
-    # Created with open(..., "x"): the umask's permissions, as any file the user writes, without changing the
-    # process's umask (another thread could create a file meanwhile).
-    tmp = output.parent / f".{output.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    open(tmp, "xb").close()
-    try:
+
+    def write(partial: Path) -> None:
         if kind == ".parquet":
-            frame.to_parquet(tmp, index=False)
+            frame.to_parquet(partial, index=False)
         elif kind == ".jsonl":
-            frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
+            frame.to_json(partial, orient="records", lines=True, force_ascii=False)
         else:
             flat = frame.copy()
             for name in flat.columns:  # vectors as space-separated numbers: a CSV cell holds one string
                 if len(flat) and isinstance(flat[name].iloc[0], list):
                     flat[name] = [" ".join(f"{v:.6g}" for v in row) for row in flat[name]]
-            flat.to_csv(tmp, sep="\t" if kind == ".tsv" else ",", index=False)
-        os.replace(tmp, output)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+            flat.to_csv(partial, sep="\t" if kind == ".tsv" else ",", index=False)
 
+    write_atomically(output, write)
 
 
 def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool,
