@@ -265,14 +265,14 @@ def refuse_missing(frame: pd.DataFrame, where: str) -> None:
     Raises:
         DataError: the rows (1-based, the first five) and the fix.
     """
-    for column, what in (("text", "text"), ("label", "label")):
+    for column in ("text", "label"):
         values = frame[column]
         null = values.isna().to_numpy()
         if column == "label":
             null |= values.astype(str).str.strip().str.lower().isin(MISSING_MARKERS).to_numpy()
         if null.any():
             rows = [int(i) + 1 for i in np.flatnonzero(null)[:5]]
-            raise DataError(f"{where}: {int(null.sum())} rows have no {what} (null, NaN, NA or null written out; "
+            raise DataError(f"{where}: {int(null.sum())} rows have no {column} (null, NaN, NA or null written out; "
                             f"rows {', '.join(map(str, rows))}{', ...' if null.sum() > 5 else ''}); remove those "
                             f"rows or fill them in")
 
@@ -306,7 +306,7 @@ def load_text_classification(config: TextClassificationDataConfig, *, worker=Non
     label_sets.warn_if_sets(frame["label"], where)
     refuse_missing(frame, where)
     before = len(frame)
-    frame = frame[frame["text"].astype(str).str.strip().ne("") & frame["label"].notna()
+    frame = frame[frame["text"].astype(str).str.strip().ne("")  # null labels and texts were refused just above
                   & frame["label"].astype(str).str.strip().ne("")]
     if before - len(frame):
         log.info("Dropped %d rows with an empty text or label", before - len(frame))
