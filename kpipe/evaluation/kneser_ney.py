@@ -23,7 +23,8 @@ class KneserNeyTrigram:
 
     Args:
         discount: D, subtracted from every count (0 < D < 1).
-        vocabulary_size: tokens the model can be asked about (the uniform floor's 1 / V); needed with `floor`.
+        vocabulary_size: tokens the model can be asked about (the uniform floor's 1 / V); needed unless
+            `nltk_compatible`.
         nltk_compatible: NLTK's formulas exactly (see the module's note); no vocabulary_size needed.
     """
 

@@ -9,6 +9,7 @@ vocabulary and merges with keras-hub's `BytePairTokenizer` inside the graph, and
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from pathlib import Path
 
@@ -37,7 +38,10 @@ class ByteBPE:
         merges = [" ".join(pair) if isinstance(pair, list) else pair for pair in model["merges"]]
         return cls(dict(model["vocab"]), merges)
 
+    @functools.cached_property
     def _fast(self):
+        """Hugging Face's tokenizer with this vocabulary and these merges, built once per ByteBPE (the merges take
+        a moment to load; `encode` and `decode` run for every split and prompt)."""
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
         tokenizer = Tokenizer(models.BPE(self.vocabulary, [tuple(m.split(" ")) for m in self.merges]))
@@ -47,10 +51,10 @@ class ByteBPE:
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Each text's token ids (no `END_OF_TEXT`)."""
-        return [encoding.ids for encoding in self._fast().encode_batch(texts)]
+        return [encoding.ids for encoding in self._fast.encode_batch(texts)]
 
     def decode(self, ids: list[int]) -> str:
-        return self._fast().decode(ids, skip_special_tokens=False)
+        return self._fast.decode(ids, skip_special_tokens=False)
 
     @property
     def size(self) -> int:

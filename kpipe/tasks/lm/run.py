@@ -64,7 +64,7 @@ def _run_lm(run: Run, config: PipelineConfig) -> RunResult:
         metrics["baseline"] = kneser_ney(tokens, documents, bpe)
         metrics["model_vs_kneser_ney"] = (metrics["test"]["perplexity_per_word"]
                                           / metrics["baseline"]["test"]["perplexity_per_word"] - 1)
-    metrics["samples"] = samples(serving, documents.test, pre.sequence_length, config.training.seed)
+    metrics["samples"] = samples(serving, bpe, documents.test, pre.sequence_length, config.training.seed)
     log.info("%s", summary_table(metrics))
     version_dir = run.publish(lambda path: write_language_model_export(
         path, model=model, serving=serving, config=config, metrics=metrics, history=history, work_dir=run.work_dir,
@@ -127,17 +127,16 @@ def kneser_ney(tokens: dict, documents: Documents, bpe: ByteBPE) -> dict:
     model.discount = best
     figures = {}
     for split in ("validation", "test"):
-        texts = getattr(documents, split)
-        figures[split] = likelihood_figures(log_likelihood(model, split), sum(len(t.split()) for t in texts),
-                                            sum(map(len, texts)), sum(map(len, tokens[split])))
+        figures[split] = likelihood_figures(log_likelihood(model, split), documents.words(split),
+                                            sum(map(len, getattr(documents, split))), sum(map(len, tokens[split])))
     return {"model": "interpolated Kneser-Ney trigram on the same tokens", "discount": best,
             "discounts_tried": list(DISCOUNTS), **figures}
 
 
-def samples(serving: LanguageModelServing, texts: list[str], length: int, seed: int) -> dict:
+def samples(serving: LanguageModelServing, bpe: ByteBPE, texts: list[str], length: int, seed: int) -> dict:
     """Each sampler's continuations of the same prompts (the first words of test documents), and their diversity."""
     prompts = [" ".join(text.split()[:PROMPT_WORDS]) for text in texts[:PROMPTS]]
-    prompt_tokens = max(len(ids) for ids in serving_tokens(serving, prompts)) + 1
+    prompt_tokens = max(len(ids) for ids in bpe.encode(prompts)) + 1  # the export's ids too (tested equal)
     new_tokens = tf.constant(length - prompt_tokens, tf.int32)
     results = {"max_new_tokens": int(new_tokens), "seed": seed}
     for name, (temperature, top_k, top_p) in SAMPLERS.items():
@@ -147,11 +146,6 @@ def samples(serving: LanguageModelServing, texts: list[str], length: int, seed: 
         results[name] = {"temperature": temperature, "top_k": top_k, "top_p": top_p, **diversity(continuations),
                          "examples": [{"prompt": p, "text": c} for p, c in zip(prompts, continuations)]}
     return results
-
-
-def serving_tokens(serving: LanguageModelServing, texts: list[str]) -> list[list[int]]:
-    ids = serving.tokenizer(tf.constant(texts))
-    return ids.to_list() if hasattr(ids, "to_list") else ids
 
 
 def summary_table(metrics: dict) -> str:
