@@ -221,6 +221,32 @@ NEGATIVE = "bad awful poor terrible boring dreadful".split()
 FILLER = "the a movie film plot actor scene it was and".split()
 
 
+def squad_articles(articles: int = 12, paragraphs: int = 3, questions: int = 4, seed: int = 0) -> list[dict]:
+    """SQuAD v1.1 articles over the tiny checkpoints' words: each context a run of WORDS, each question "which
+    word follows X" answered by the word after X (with its offset), so the data is well formed and learnable."""
+    rng = np.random.default_rng(seed)
+    data = []
+    for a in range(articles):
+        paragraphs_out = []
+        for p in range(paragraphs):
+            words = list(rng.choice(WORDS, size=int(rng.integers(12, 40))))
+            context = " ".join(words)
+            starts = np.cumsum([0] + [len(w) + 1 for w in words[:-1]])
+            qas = []
+            for q in range(questions):
+                i = int(rng.integers(0, len(words) - 1))
+                qas.append({"id": f"a{a}p{p}q{q}", "question": f"which word follows {words[i]} ?",
+                            "answers": [{"text": words[i + 1], "answer_start": int(starts[i + 1])}]})
+            paragraphs_out.append({"context": context, "qas": qas})
+        data.append({"title": f"article {a}", "paragraphs": paragraphs_out})
+    return data
+
+
+def write_squad_json(path: Path, articles: int = 12, seed: int = 0) -> Path:
+    path.write_text(json.dumps({"version": "1.1", "data": squad_articles(articles, seed=seed)}))
+    return path
+
+
 def synthetic_reviews(n: int, seed: int = 0) -> pd.DataFrame:
     """Short texts whose label is given by which sentiment words they contain (learnable in 1 epoch)."""
     rng = np.random.default_rng(seed)

@@ -139,3 +139,30 @@ def add_tag(sub, commands) -> None:
                     "score) as JSON, one line per text. Words are split at spaces and around punctuation.")
     add_model_and_texts(tag, commands.cmd_tag, answers="the marked text, the tags and the entities (JSON)")
     tag.add_argument("--format", choices=("text", "jsonl"), default="text", help="text (default) or jsonl")
+
+
+def add_answer(sub, commands) -> None:
+    answer = sub.add_parser(
+        "answer", parents=[SHARED["json"], SHARED["export_dir"]],
+        help="answer questions from a passage with an exported reader (extractive QA)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the answer span of each question: its exact characters in the context, their character "
+                    "offsets and the span's probability. A context longer than the model's window is read in "
+                    "overlapping windows.",
+        epilog='examples:\n  kpipe answer squad-minilm --question "What causes rain to fall?" --context "Rain falls '
+               'under gravity."\n  kpipe answer squad-minilm --question "Who founded it?" --context-file passage.txt\n'
+               "  kpipe answer squad-minilm --file questions.csv --output answers.csv   # question, context columns")
+    answer.add_argument("model", help=MODEL_HELP)
+    answer.add_argument("--question", action="append", default=[], help="a question (repeat it for several "
+                                                                        "questions on the same context)")
+    answer.add_argument("--context", help="the passage the answers are taken from")
+    answer.add_argument("--context-file", metavar="FILE", help="read the passage from a UTF-8 text file (.gz too)")
+    answer.add_argument("--file", help="a table (.csv, .tsv, .parquet, .jsonl) of questions and their contexts")
+    answer.add_argument("--question-column", default="question", help="--file's column of questions (default "
+                                                                      "'question')")
+    answer.add_argument("--context-column", default="context", help="--file's column of contexts (default 'context')")
+    answer.add_argument("--output", metavar="FILE", help="write --file's rows with the answer, start, end and score "
+                                                         "to FILE (.csv, .tsv, .parquet or .jsonl), with a progress bar")
+    answer.add_argument("--overwrite", action="store_true", help="replace --output FILE if it exists (refused "
+                                                                 "otherwise)")
+    answer.set_defaults(func=commands.cmd_answer)

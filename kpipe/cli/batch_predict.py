@@ -48,9 +48,9 @@ class TextTable:
 
 
 def read_texts(path: str | Path, column: str | None, lines: list[str] | None = None,
-               pair_column: str | None = None) -> TextTable:
+               pair_column: str | None = None, options: tuple[str, str] = ("--column", "--pair-column")) -> TextTable:
     """The texts to answer: a table's `column` (or its only column, or `text`), or the lines given; with
-    `pair_column`, the table's column of second texts too.
+    `pair_column`, the table's column of second texts too. `options` name the two columns' options in messages.
 
     Raises:
         KpipeError: unreadable file, or no such column (naming the ones there are).
@@ -63,7 +63,7 @@ def read_texts(path: str | Path, column: str | None, lines: list[str] | None = N
         if column is None:
             raise KpipeError(f"{path} has several columns ({', '.join(map(str, frame.columns))}) and none is "
                              "named 'text': pass --column NAME")
-    for name, option in ((column, "--column"), (pair_column, "--pair-column")):
+    for name, option in zip((column, pair_column), options):
         if name is not None and name not in frame.columns:
             raise KpipeError(f"{path} has no column '{name}' (its columns: {', '.join(map(str, frame.columns))}); "
                              f"pass {option} NAME")
@@ -115,8 +115,8 @@ def write_table(frame: pd.DataFrame, output: Path) -> None:
 
 def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool,
             pairs: list[str] | None = None) -> pd.DataFrame:
-    """The model's answers to `texts` (with `pairs`, to the pairs (texts[i], pairs[i])), one row each: label and
-    probabilities, output, or embedding."""
+    """The model's answers to `texts` (with `pairs`, to the pairs (texts[i], pairs[i]): a reader's questions and
+    contexts), one row each: label and probabilities, output, embedding, tags, or answer span."""
     import pandas as pd
     from tqdm.auto import tqdm
 
@@ -136,6 +136,10 @@ def answers(task: str, model_dir: Path, texts: list[str], *, progress: bool,
 
             return pd.DataFrame({"embedding": [row.tolist() for row in embed_texts(model_dir, texts,
                                                                                    on_batch=bar.update)]})
+        if task == "answer":
+            from kpipe.tasks.answer.predict import answer_questions
+
+            return pd.DataFrame(answer_questions(model_dir, texts, pairs, on_batch=bar.update))
         if task == "tag":
             from kpipe.tasks.tag.predict import marked, tag_texts
 

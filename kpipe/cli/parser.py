@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import types
 
-from kpipe.cli.answering_parsers import (add_forecast, add_generate, add_perplexity, add_predict, add_tag,
+from kpipe.cli.answering_parsers import (add_answer, add_forecast, add_generate, add_perplexity, add_predict, add_tag,
                                          add_text_commands)
 from kpipe.cli.arguments import SHARED
 
@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (add_setup_commands, add_run_commands, add_tune, add_predict, add_export, add_serve, add_forecast,
-                add_generate, add_perplexity, add_text_commands, add_tag, add_word_commands, add_map, add_compare):
+                add_generate, add_perplexity, add_text_commands, add_tag, add_answer, add_word_commands, add_map,
+                add_compare):
         add(sub, handlers)
     return parser
 

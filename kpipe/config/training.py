@@ -14,7 +14,7 @@ LEARNING_RATE_SCHEDULES = ("constant", "cosine", "linear_warmup")
 # What early stopping can watch: a metric computed on the validation split (which tasks log which:
 # `kpipe.tasks.registry.TaskSpec.monitors`).
 EARLY_STOPPING_MONITORS = ("val_loss", "val_accuracy", "val_word_error_rate", "val_micro_f1", "val_bleu",
-                           "val_entity_f1")
+                           "val_entity_f1", "val_f1", "val_exact_match")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -228,3 +228,32 @@ class LanguageModelPreprocessingConfig:
     def __post_init__(self):
         check_range("vocabulary_size", self.vocabulary_size, low=300)
         check_range("sequence_length", self.sequence_length, low=8)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AnswerPreprocessingConfig:
+    """How a question and its context become the encoder's windows (`kpipe.preprocessing.answer_windows`).
+
+    Args:
+        sequence_length: word pieces per window, special tokens included: [CLS] question [SEP] context [SEP].
+        stride: word pieces between the starts of two windows of a context too long for one (BERT's
+            `doc_stride`); at most the room a window leaves the context, so no piece is skipped.
+        max_question_tokens: a question's word pieces kept (its first ones).
+        max_answer_tokens: the longest answer decoded, in word pieces.
+    """
+
+    sequence_length: int = 384
+    stride: int = 128
+    max_question_tokens: int = 64
+    max_answer_tokens: int = 30
+
+    def __post_init__(self):
+        check_range("sequence_length", self.sequence_length, low=16)
+        check_range("stride", self.stride, low=1)
+        check_range("max_question_tokens", self.max_question_tokens, low=1)
+        check_range("max_answer_tokens", self.max_answer_tokens, low=1)
+        room = self.sequence_length - self.max_question_tokens - 3
+        if self.stride > room:
+            raise ValueError(f"`stride` must be at most the {room} context pieces a window holds beside "
+                             f"max_question_tokens={self.max_question_tokens} and the 3 special tokens, or windows "
+                             f"would skip pieces. Received: stride={self.stride}")

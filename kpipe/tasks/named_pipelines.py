@@ -106,7 +106,9 @@ def check_runnable(config: PipelineConfig) -> None:
     loads; a config is still valid without it, so `kpipe list` and `show` work everywhere)."""
     if getattr(config.preprocessing, "tokenizer", "") == "wordpiece":
         require_tensorflow_text(f"{config.name} (preprocessing.tokenizer = \"wordpiece\")")
-    if getattr(config.data, "source", "") == "shards":  # a glob that matches nothing: said before TensorFlow loads
+    if hasattr(config.data, "check_files"):  # a data section that reads a glob its own way
+        config.data.check_files()
+    elif getattr(config.data, "source", "") == "shards":  # a glob that matches nothing: said before TensorFlow loads
         from kpipe.datasets.shards import list_shards
 
         list_shards(config.data.path)

@@ -17,6 +17,7 @@ from kpipe.datasets.corpus import CorpusDataConfig
 from kpipe.datasets.documents import DocumentsDataConfig
 from kpipe.datasets.names import NamesDataConfig
 from kpipe.datasets.pairs import PairsDataConfig
+from kpipe.datasets.questions import QuestionsDataConfig
 from kpipe.datasets.tagged import TaggedDataConfig
 from kpipe.datasets.text_classification import TextClassificationDataConfig
 from kpipe.datasets.time_series import TimeSeriesDataConfig
@@ -28,6 +29,7 @@ from kpipe.families import (
     ensemble,
     gpt,
     pretrained_classifier,
+    pretrained_reader,
     rnn_classifier,
     rnn_forecaster,
     rnn_tagger,
@@ -44,6 +46,7 @@ from kpipe.families.rnn_classifier.config import RNNClassifierConfig
 from kpipe.families.spec import FamilySpec, resolve
 from kpipe.families.transformer_classifier.config import TransformerClassifierConfig
 from kpipe.preprocessing.configs import (
+    AnswerPreprocessingConfig,
     NamesPreprocessingConfig,
     LanguageModelPreprocessingConfig,
     PairPreprocessingConfig,
@@ -181,6 +184,15 @@ def check_embed_config(config: "PipelineConfig") -> None:
     check_preset(config.model.preset, config.preprocessing.sequence_length)
 
 
+def check_answer_config(config: "PipelineConfig") -> None:
+    check_preset(config.model.preset, config.preprocessing.sequence_length)
+    data = config.data
+    if config.training.early_stopping_monitor != "val_loss" and not (data.validation_fraction or data.validation_path):
+        raise ConfigError(f"training.early_stopping_monitor='{config.training.early_stopping_monitor}' is scored on "
+                          "the validation split, and this pipeline has none: set data.validation_fraction (e.g. 0.1) "
+                          "or data.validation_path")
+
+
 def check_forecast_config(config: "PipelineConfig") -> None:
     problem = config.model.resolved(config.preprocessing).window_problem("model.", "preprocessing.")
     if problem:
@@ -228,6 +240,12 @@ def tag_tuning_metric(config: "PipelineConfig") -> str:
     return "val_entity_f1" if data.validation_fraction > 0 or data.validation_path else "val_loss"
 
 
+def answer_tuning_metric(config: "PipelineConfig") -> str:
+    """F1 (official SQuAD) on the validation split, logged every epoch when there is one."""
+    data = config.data
+    return "val_f1" if data.validation_fraction > 0 or data.validation_path else "val_loss"
+
+
 def translate_tuning_metric(config: "PipelineConfig") -> str:
     """WER or BLEU when the pipeline measures it every epoch, else the loss."""
     monitor = config.training.early_stopping_monitor
@@ -241,6 +259,11 @@ def untunable(reason: str) -> Callable[["PipelineConfig"], str]:
 
 
 TASKS = {spec.name: spec for spec in (
+    TaskSpec("answer", QuestionsDataConfig, AnswerPreprocessingConfig, (pretrained_reader.SPEC,),
+             "kpipe.tasks.answer.run:run_answer",
+             command='kpipe answer EXPORT --question "Who wrote it?" --context "It was written by Ann."',
+             tuning_metric=answer_tuning_metric, monitors=("val_f1", "val_exact_match"), check=check_answer_config,
+             headline=("test.f1", "test.exact_match", "baseline.test.f1")),
     TaskSpec("classify", TextClassificationDataConfig, TextPreprocessingConfig,
              (rnn_classifier.SPEC, transformer_classifier.SPEC, bag_of_ngrams.SPEC, ensemble.SPEC,
               pretrained_classifier.SPEC),

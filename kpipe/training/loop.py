@@ -204,8 +204,8 @@ def _iterators_per_epoch(train_data: tf.data.Dataset, strategy: tf.distribute.St
 
 
 def monitor_mode(monitor: str) -> str:
-    """"max" for monitors where higher is better (accuracy, F1, BLEU), "min" for the rest (losses, error rates)."""
-    return "max" if monitor.endswith(("accuracy", "f1", "bleu")) else "min"
+    """"max" for monitors where higher is better (accuracy, F1, BLEU, exact match), "min" for the rest (losses, error rates)."""
+    return "max" if monitor.endswith(("accuracy", "f1", "bleu", "exact_match")) else "min"
 
 
 def kept_epoch(history: list[dict], config: TrainingConfig) -> int:

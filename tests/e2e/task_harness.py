@@ -12,7 +12,8 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
-from tests.helpers import SMALL, kpipe_in_process, write_hugging_face_checkpoint, write_reversal_pairs
+from tests.helpers import (SMALL, kpipe_in_process, write_hugging_face_checkpoint, write_reversal_pairs,
+                           write_squad_json)
 
 # the quick run of docs/tasks/forecast.md too (tests/e2e/test_docs.py reuses this run for it)
 FORECAST_QUICK = ["--set", "preprocessing.window=96", "--set", "preprocessing.horizon=12", "--set",
@@ -63,7 +64,22 @@ class TaskCase:
         return TaskRun(folder, folder / "saved_models" / self.pipeline / "1", printed)
 
 
+# the answer task's quick run: the tiny BERT checkpoint (64 positions) over SQuAD JSON of its own words
+ANSWER_QUICK = ("--data", "squad.json", "--set", 'model.preset="checkpoint"', "--set", "preprocessing.sequence_length=48",
+                "--set", "preprocessing.stride=16", "--set", "preprocessing.max_question_tokens=16", "--set",
+                "preprocessing.max_answer_tokens=4", "--set", "training.epochs=1", "--set", "training.batch_size=16")
+
+
+def write_answer_data(folder: Path) -> None:
+    write_hugging_face_checkpoint(folder / "checkpoint", seed=5)
+    write_squad_json(folder / "squad.json")
+
+
 TASK_CASES = [
+    TaskCase("answer", "squad-minilm", ANSWER_QUICK, "serving_default",
+             {"question": ["which word follows good ?", "which word follows the ?", "who?"],
+              "context": ["the movie was good and the plot was awful", "the actor was great", ""]},
+             ("tag", "EXPORT", "some text"), prepare=write_answer_data),
     TaskCase("classify", "sentiment-bilstm", (), "serving_default",
              {"text": ["@united thank you, the crew was great", "3 hours on the tarmac again", ""]},
              ("forecast", "EXPORT", "--input", "recent.csv"), shared="sentiment-bilstm"),

@@ -1,0 +1,95 @@
+"""The reader's export: `serving_default` takes `question` and `context` (string tensors) and returns `answer` (the
+span's exact characters), `start` and `end` (character offsets into the context, end exclusive) and `score`;
+windows, offsets and decoding run inside the graph.
+
+Decoding, as the reference systems do: in each window, a softmax over [CLS] and the context's pieces gives every
+piece a start and an end probability; the best span is the start <= end pair within `max_answer_tokens` pieces with
+the largest product; a question's answer is its best window's span. A model trained with unanswerable questions
+answers "" (start = end = -1) when every window's [CLS] pair scores above the best span, as SQuAD v2.0 systems do.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from kpipe.evaluation import reporting
+from kpipe.exports import run_files, saved_model
+from kpipe.preprocessing.answer_windows import AnswerWindows
+from kpipe.tasks.answer import ANSWERS_FILE, READER_FILE
+
+NOT_ALLOWED = -1e9
+
+
+class AnswerServing(tf.Module):
+    def __init__(self, model: keras.Model, windows: AnswerWindows, *, max_answer_tokens: int, unanswerable: bool):
+        super().__init__(name="answer_serving")
+        self.model, self.windows = model, windows
+        self.max_answer_tokens, self.unanswerable = max_answer_tokens, unanswerable
+        self.inputs = {tensor.name.split(":")[0]: tensor.dtype for tensor in model.inputs}
+        self.serve = tf.function(self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="question"),
+                                                               tf.TensorSpec([None], tf.string, name="context")])
+
+    def span_scores(self, windows: dict) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+        """Per window: the best span's probability, its first and last positions, and the [CLS] pair's probability."""
+        logits = self.model({name: tf.cast(windows[name], dtype) for name, dtype in self.inputs.items()},
+                            training=False)
+        in_context = windows["context_index"] >= 0
+        allowed = in_context | (tf.range(tf.shape(in_context)[1]) == 0)[None, :]
+        probabilities = tf.nn.softmax(tf.where(allowed[..., None], tf.cast(logits, tf.float32), NOT_ALLOWED), axis=1)
+        starts, ends = probabilities[..., 0], probabilities[..., 1]
+        width = self.max_answer_tokens  # ends[n, i + a] for a < width: (N, L, width)
+        ends_after = tf.signal.frame(ends, width, 1, pad_end=True, pad_value=0.0, axis=1)
+        context_after = tf.signal.frame(in_context, width, 1, pad_end=True, pad_value=False, axis=1)
+        valid = in_context[..., None] & context_after
+        products = tf.where(valid, starts[..., None] * ends_after, -1.0)
+        flat = tf.reshape(products, [tf.shape(products)[0], -1])
+        best = tf.argmax(flat, axis=1, output_type=tf.int32)
+        return (tf.reduce_max(flat, axis=1), best // width, best // width + best % width,
+                starts[:, 0] * ends[:, 0])
+
+    def _serve(self, question, context):
+        return self.answer(question, context)
+
+    def answer(self, question: tf.Tensor, context: tf.Tensor) -> dict[str, tf.Tensor]:
+        windows = self.windows(question, context)
+        score, first, last, null = self.span_scores(windows)
+        example, count = windows["example"], tf.shape(question)[0]
+        top = tf.math.unsorted_segment_max(score, example, count)
+        number = tf.range(tf.shape(example)[0])
+        is_top = score >= tf.gather(top, example)
+        window = tf.math.unsorted_segment_min(tf.where(is_top, number, tf.shape(example)[0]), example, count)
+        found = top >= 0  # an empty context has no span
+        window = tf.where(found, window, 0)
+        index = tf.gather(windows["context_index"], window)
+        first_piece = tf.maximum(tf.gather(index, tf.gather(first, window), batch_dims=1), 0)
+        last_piece = tf.maximum(tf.gather(index, tf.gather(last, window), batch_dims=1), 0)
+        start_byte = tf.gather(windows["starts"], first_piece, batch_dims=1)
+        end_byte = tf.gather(windows["ends"], last_piece, batch_dims=1)
+        if self.unanswerable:
+            found &= tf.math.unsorted_segment_min(null, example, count) <= top
+        start_byte, end_byte = tf.where(found, start_byte, 0), tf.where(found, end_byte, 0)
+        text = tf.strings.substr(context, start_byte, end_byte - start_byte, unit="BYTE")
+        start = tf.strings.length(tf.strings.substr(context, tf.zeros_like(start_byte), start_byte, unit="BYTE"),
+                                  unit="UTF8_CHAR")
+        end = start + tf.strings.length(text, unit="UTF8_CHAR")
+        return {"answer": text, "start": tf.where(found, start, -1), "end": tf.where(found, end, -1),
+                "score": tf.where(found, top, tf.math.unsorted_segment_min(null, example, count))}
+
+
+def write_reader_export(path: Path, *, model: keras.Model, serving: AnswerServing, config, metrics: dict,
+                        history: list[dict], work_dir: Path, answers: list[dict]) -> None:
+    """The SavedModel (`serving_default`: question and context -> answer), the run files, and the test split's
+    answers (question id, gold answers, prediction, score, EM and F1), a JSON object per line."""
+    saved_model.write_saved_model(path, tracked=[model, serving, serving.windows],
+                                  endpoints={"serving_default": serving.serve})
+    run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
+    pre = config.preprocessing
+    reporting.write_json({"sequence_length": pre.sequence_length, "stride": pre.stride,
+                          "max_question_tokens": pre.max_question_tokens, "max_answer_tokens": pre.max_answer_tokens,
+                          "unanswerable": serving.unanswerable}, path / READER_FILE)
+    with open(path / ANSWERS_FILE, "w", encoding="utf-8") as out:
+        out.writelines(json.dumps(answer, ensure_ascii=False) + "\n" for answer in answers)

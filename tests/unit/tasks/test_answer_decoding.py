@@ -1,0 +1,79 @@
+"""The reader's in-graph decoding (`AnswerServing`) against a brute-force NumPy search over every window's spans, with
+a model whose logits are a fixed random function of the token ids."""
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kpipe.families.pretrained_reader.model import MaskPositions
+from kpipe.preprocessing.answer_windows import AnswerWindows
+from kpipe.tasks.answer.serving import AnswerServing
+from tests.helpers import VOCABULARY, WORDS
+
+MAX_ANSWER = 3
+
+
+def logit_model(seed: int) -> keras.Model:
+    inputs = {name: keras.Input((None,), dtype="int32", name=name)
+              for name in ("token_ids", "segment_ids", "padding_mask")}
+    embedding = keras.layers.Embedding(len(VOCABULARY), 2, embeddings_initializer=keras.initializers.RandomNormal(
+        stddev=3.0, seed=seed))
+    segments = keras.ops.expand_dims(keras.ops.cast(inputs["segment_ids"], "float32"), -1)
+    logits = embedding(inputs["token_ids"]) + 0.5 * segments
+    return keras.Model(inputs, MaskPositions()(logits, inputs["padding_mask"]))
+
+
+def brute_force(model, windows: dict, contexts: list[str], unanswerable: bool) -> list[tuple[str, int, int, float]]:
+    logits = model({k: windows[k] for k in ("token_ids", "segment_ids", "padding_mask")}).numpy()
+    best = {}
+    for n, e in enumerate(windows["example"].numpy()):
+        index, present = windows["context_index"][n].numpy(), windows["padding_mask"][n].numpy()
+        allowed = [p for p in range(len(index)) if present[p] and (index[p] >= 0 or p == 0)]
+        probabilities = {}
+        for k in (0, 1):
+            values = np.array([logits[n, p, k] for p in allowed], np.float64)
+            values = np.exp(values - values.max()) / np.exp(values - values.max()).sum()
+            probabilities[k] = dict(zip(allowed, values))
+        spans = [(probabilities[0][i] * probabilities[1][j], i, j) for i in allowed for j in allowed
+                 if index[i] >= 0 and index[j] >= 0 and i <= j < i + MAX_ANSWER]
+        null = probabilities[0][0] * probabilities[1][0]
+        if spans:
+            score, i, j = max(spans, key=lambda s: s[0])
+            if e not in best or score > best[e][0] + 1e-9:
+                best[e] = (score, n, int(index[i]), int(index[j]))
+        best.setdefault(("null", e), null)
+        best[("null", e)] = min(best[("null", e)], null)
+    answers = []
+    for e, context in enumerate(contexts):
+        if e not in best or (unanswerable and best[("null", e)] > best[e][0]):
+            answers.append(("", -1, -1))
+            continue
+        _, _, first, last = best[e]
+        start_byte, end_byte = windows["starts"][e][first].numpy(), windows["ends"][e][last].numpy()
+        raw = context.encode("utf-8")
+        start = len(raw[:start_byte].decode("utf-8"))
+        answers.append((raw[start_byte:end_byte].decode("utf-8"), start, start + len(raw[start_byte:end_byte].decode())))
+    return answers
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("unanswerable", [False, True])
+def test_the_graphs_answer_is_the_best_span_over_all_windows(seed, unanswerable):
+    rng = np.random.default_rng(seed)
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
+    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
+    contexts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 40)))) for _ in range(6)]
+    contexts += ["", "Thé plot, was GOOD — and 😀 the Crew ...", "x"]
+    questions = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 8)))) for _ in contexts]
+    model = logit_model(seed)
+    serving = AnswerServing(model, windows, max_answer_tokens=MAX_ANSWER, unanswerable=unanswerable)
+    out = {k: v.numpy() for k, v in serving.serve(tf.constant(questions), tf.constant(contexts)).items()}
+    expected = brute_force(model, windows(tf.constant(questions), tf.constant(contexts)), contexts, unanswerable)
+    assert len(set(windows(tf.constant(questions), tf.constant(contexts))["example"].numpy())) == len(contexts)
+    for i, (text, start, end) in enumerate(expected):
+        assert (out["answer"][i].decode(), int(out["start"][i]), int(out["end"][i])) == (text, start, end), i
+        if start >= 0:
+            assert contexts[i][start:end] == text  # character offsets into the raw context
+    assert out["answer"][contexts.index("")].decode() == "" and out["start"][contexts.index("")] == -1
