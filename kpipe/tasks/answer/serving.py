@@ -6,6 +6,8 @@ Decoding, as the reference systems do: in each window, a softmax over [CLS] and 
 piece a start and an end probability; the best span is the start <= end pair within `max_answer_tokens` pieces with
 the largest product; a question's answer is its best window's span. A model trained with unanswerable questions
 answers "" (start = end = -1) when every window's [CLS] pair scores above the best span, as SQuAD v2.0 systems do.
+The encoder reads the windows WINDOW_CHUNK at a time, so a request of long contexts (many windows) costs time in
+proportion to its text (which the server bounds), never memory beyond one chunk's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from kpipe.preprocessing.answer_windows import AnswerWindows
 from kpipe.tasks.answer import ANSWERS_FILE, READER_FILE
 
 NOT_ALLOWED = -1e9
+WINDOW_CHUNK = 64  # windows the encoder reads per call inside the graph: bounds one request's memory
 
 
 class AnswerServing(tf.Module):
@@ -35,8 +38,7 @@ class AnswerServing(tf.Module):
 
     def span_scores(self, windows: dict) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
         """Per window: the best span's probability, its first and last positions, and the [CLS] pair's probability."""
-        logits = self.model({name: tf.cast(windows[name], dtype) for name, dtype in self.inputs.items()},
-                            training=False)
+        logits = self.logits({name: tf.cast(windows[name], dtype) for name, dtype in self.inputs.items()})
         in_context = windows["context_index"] >= 0
         allowed = in_context | (tf.range(tf.shape(in_context)[1]) == 0)[None, :]
         probabilities = tf.nn.softmax(tf.where(allowed[..., None], tf.cast(logits, tf.float32), NOT_ALLOWED), axis=1)
@@ -50,6 +52,19 @@ class AnswerServing(tf.Module):
         best = tf.argmax(flat, axis=1, output_type=tf.int32)
         return (tf.reduce_max(flat, axis=1), best // width, best // width + best % width,
                 starts[:, 0] * ends[:, 0])
+
+    def logits(self, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
+        """The model's logits (N, L, 2) over the windows, WINDOW_CHUNK windows per call in turn: however many
+        windows a request's contexts make, the encoder's activations are those of one chunk."""
+        count = tf.shape(inputs["padding_mask"])[0]
+        chunks = (count + WINDOW_CHUNK - 1) // WINDOW_CHUNK
+        padded = {name: tf.pad(value, [[0, chunks * WINDOW_CHUNK - count], [0, 0]])
+                  for name, value in inputs.items()}
+        stacked = {name: tf.reshape(value, [chunks, WINDOW_CHUNK, -1]) for name, value in padded.items()}
+        logits = tf.map_fn(lambda chunk: tf.cast(self.model(chunk, training=False), tf.float32), stacked,
+                           fn_output_signature=tf.TensorSpec([WINDOW_CHUNK, None, 2], tf.float32),
+                           parallel_iterations=1)
+        return tf.reshape(logits, [chunks * WINDOW_CHUNK, -1, 2])[:count]
 
     def _serve(self, question, context):
         return self.answer(question, context)

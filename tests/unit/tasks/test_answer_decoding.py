@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from kpipe.families.pretrained_reader.model import MaskPositions
 from kpipe.preprocessing.answer_windows import AnswerWindows
+from kpipe.tasks.answer import serving as serving_module
 from kpipe.tasks.answer.serving import AnswerServing
 from tests.helpers import VOCABULARY, WORDS
 
@@ -58,9 +59,10 @@ def brute_force(model, windows: dict, contexts: list[str], unanswerable: bool) -
     return answers
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("unanswerable", [False, True])
-def test_the_graphs_answer_is_the_best_span_over_all_windows(seed, unanswerable):
+@pytest.mark.parametrize("seed, unanswerable, chunk", [(0, False, 64), (1, False, 4), (2, False, 64), (0, True, 64),
+                                                       (1, True, 64), (2, True, 4)])
+def test_the_graphs_answer_is_the_best_span_over_all_windows(seed, unanswerable, chunk, monkeypatch):
+    monkeypatch.setattr(serving_module, "WINDOW_CHUNK", chunk)  # 4: the windows run through several encoder calls
     rng = np.random.default_rng(seed)
     tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
     windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
