@@ -156,7 +156,12 @@ def cmd_answer(args) -> int:
         context = args.context if args.context_file is None else read_text(_existing_file("--context-file",
                                                                                           args.context_file))
         questions, contexts = list(args.question), [context] * len(args.question)
-    model_dir = export_of(args, "answer", "kpipe answer")  # fails fast, before TensorFlow loads
+    if is_portable(args.model):  # an ONNX or LiteRT export: answered without TensorFlow
+        from kpipe.portable.reader import PortableReader
+
+        model_dir = PortableReader.open(args.model).folder
+    else:
+        model_dir = export_of(args, "answer", "kpipe answer")  # fails fast, before TensorFlow loads
     if output:
         return _write_answers(args, "answer", model_dir, table, output)
     from kpipe.tasks.answer.predict import answer_questions

@@ -1,4 +1,4 @@
-"""`kpipe export`: a classifier, forecaster, word2vec or name-generator export rewritten to run without TensorFlow,
+"""`kpipe export`: a classifier, forecaster, word2vec, name-generator or reader export rewritten to run without TensorFlow,
 as ONNX or LiteRT.
 
 The network takes numbers (token ids, sparse n-gram features, windows; a generator's characters) and becomes
@@ -104,7 +104,8 @@ def write_portable(plan: PortablePlan) -> Path:
     try:
         for member in members:
             write_network(source / member["keras"], tmp / member["network"], fmt, quantize, member)
-            for name in (member.get("vocabulary"), member.get("idf"), member.get("wordpiece"), member.get("generator")):
+            for name in (member.get("vocabulary"), member.get("idf"), member.get("wordpiece"), member.get("generator"),
+                         member.get("reader")):
                 if name:
                     shutil.copy2(source / name, tmp / name)
         for name in ("labels.txt", "multi_label.json", "features.json"):
@@ -138,6 +139,12 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
             start = f"start_{MODEL_FILES[fmt]}" if model.get("conditioning") == "initial_state" else ""
             return {"kind": "char_steps", **common, "start": start}
         return {"kind": "chars", **common}  # the transformer: START, the prefix and the characters so far -> logits
+    if config.get("task") == "answer":  # the encoder; windows, offsets and decoding in NumPy (kpipe.portable.reader)
+        if not (source / "wordpiece.json").exists():
+            raise KpipeError(f"{source} was exported by an older kpipe without its tokenizer's settings "
+                             "(wordpiece.json); run the pipeline again to export it")
+        return {"kind": "reader", "keras": "model.keras", "network": MODEL_FILES[fmt], "vocabulary": "vocabulary.txt",
+                "wordpiece": "wordpiece.json", "reader": "reader.json", "sequence_length": pre["sequence_length"]}
     if config.get("task") == "word2vec":  # words looked up in the vocabulary, the vectors' rows gathered
         return {"kind": "word_lookup", "words": "words.txt", "keras": "model.keras", "network": MODEL_FILES[fmt]}
     if model["family"] == "rnn_forecaster":  # raw windows: scaled, forecast and unscaled by the runtime
@@ -346,7 +353,7 @@ def write_keras_network(model, path: Path, fmt: str, quantize: str, spec: dict) 
         else:
             model.export(str(path), format="onnx", verbose=False)
         if quantize == "int8":
-            quantize_onnx(path, weight_only=spec["kind"] == "wordpiece")
+            quantize_onnx(path, weight_only=spec["kind"] in ("wordpiece", "reader"))
         return
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
@@ -354,7 +361,7 @@ def write_keras_network(model, path: Path, fmt: str, quantize: str, spec: dict) 
     if spec["kind"] == "word_ids":  # a masked recurrent loop converts with static shapes only
         function = tf.function(lambda x: model(x, training=False),
                                input_signature=[tf.TensorSpec([1, spec["sequence_length"]], tf.int32)])
-    elif spec["kind"] == "wordpiece":  # an encoder: its inputs by name, any length (the runtime resizes them)
+    elif spec["kind"] in ("wordpiece", "reader"):  # an encoder: inputs by name, any length (the runtime resizes them)
         named = model.input if isinstance(model.input, dict) else {"token_ids": model.input}
         signature = {name: tf.TensorSpec([1, None], tf.as_dtype(str(tensor.dtype)), name=name)
                      for name, tensor in named.items()}

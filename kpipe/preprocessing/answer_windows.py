@@ -85,7 +85,8 @@ class AnswerWindows(tf.Module):
         token_ids, segment_ids, padding_mask: (N, L) the encoder's inputs, right-padded.
         context_index: (N, L) the context piece each position holds, -1 for [CLS], the question, [SEP] and padding.
         example: (N,) the question each window belongs to.
-        starts, ends: (batch, C) each context piece's byte offsets in its context, -1 past its last piece.
+        starts, ends: (batch, C + 1) each context piece's byte offsets in its context, -1 past its last piece (C: the
+            most pieces a context of the batch has).
     """
 
     def __init__(self, tokenizer, *, sequence_length: int, stride: int, max_question_tokens: int):
@@ -119,7 +120,9 @@ class AnswerWindows(tf.Module):
         context_index = tf.concat([ragged_column(-1), tf.ones_like(asked) * -1, ragged_column(-1), positions,
                                    ragged_column(-1)], axis=1)
         token_ids = token_ids.to_tensor(self.pad)
+        # one column more than the longest context has: a batch of empty contexts still has a column to gather from
+        offsets = lambda t: tf.pad(tf.cast(t.to_tensor(-1), tf.int64), [[0, 0], [0, 1]], constant_values=-1)  # noqa: E731
         return {"token_ids": token_ids, "segment_ids": segment_ids.to_tensor(0),
                 "padding_mask": tf.not_equal(context_index.to_tensor(-2), -2), "context_index":
                 context_index.to_tensor(-1), "example": example,
-                "starts": tf.cast(starts.to_tensor(-1), tf.int64), "ends": tf.cast(ends.to_tensor(-1), tf.int64)}
+                "starts": offsets(starts), "ends": offsets(ends)}

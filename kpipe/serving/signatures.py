@@ -141,6 +141,16 @@ def portable_signatures(export) -> dict[str, Signature]:
         return {"serving_default": embed, "embed": embed}
     if export.task == "generate":
         return {"serving_default": (generate := _portable_generate(export)), "generate": generate}
+    if export.task == "answer":
+        text = lambda values: [v.decode("utf-8", "replace") for v in values]  # noqa: E731
+        answer = Signature("serving_default", _rejecting(lambda inputs: export.answer(text(inputs["question"]),
+                                                                                      text(inputs["context"]))),
+                           {name: TensorInfo(name, STRING, (None,)) for name in ("context", "question")},
+                           {"answer": TensorInfo("answer", STRING, (None,)),
+                            "end": TensorInfo("end", np.dtype(np.int32), (None,)),
+                            "score": TensorInfo("score", np.dtype(np.float32), (None,)),
+                            "start": TensorInfo("start", np.dtype(np.int32), (None,))})
+        return {"serving_default": answer}
     labels = len(export.label_names)  # (`kpipe export` writes no pair classifiers)
 
     def classify(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

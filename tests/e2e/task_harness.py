@@ -79,7 +79,8 @@ TASK_CASES = [
     TaskCase("answer", "squad-minilm", ANSWER_QUICK, "serving_default",
              {"question": ["which word follows good ?", "which word follows the ?", "who?"],
               "context": ["the movie was good and the plot was awful", "the actor was great", ""]},
-             ("tag", "EXPORT", "some text"), prepare=write_answer_data),
+             ("tag", "EXPORT", "some text"), prepare=write_answer_data,
+             tolerance=0.01),  # scores: the SavedModel computes in bfloat16 (precision "auto"), the portable in float32
     TaskCase("classify", "sentiment-bilstm", (), "serving_default",
              {"text": ["@united thank you, the crew was great", "3 hours on the tarmac again", ""]},
              ("forecast", "EXPORT", "--input", "recent.csv"), shared="sentiment-bilstm"),

@@ -11,4 +11,5 @@ SPEC = FamilySpec(
     builder="kpipe.families.pretrained_reader.model:build_pretrained_reader",
     summary="a keras-hub / Hugging Face encoder over [CLS] question [SEP] context window [SEP] -> a start and an end "
             "logit per word piece",
+    portable=True,
 )

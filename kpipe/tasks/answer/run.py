@@ -22,7 +22,7 @@ from kpipe.preprocessing.answer_windows import AnswerWindows
 from kpipe.preprocessing.configs import AnswerPreprocessingConfig
 from kpipe.preprocessing.prefetch import prefetched
 from kpipe.pretrained import presets
-from kpipe.pretrained.inputs import trim_to_longest
+from kpipe.pretrained.inputs import trim_to_longest, wordpiece_settings
 from kpipe.tasks.answer.serving import AnswerServing, write_reader_export
 from kpipe.tasks.registry import family_spec
 from kpipe.training.run import Run
@@ -69,7 +69,10 @@ def _run_answer(run: Run, config: PipelineConfig) -> RunResult:
                 **question_scores(q, p["answer"])} for q, p in zip(splits.test, predicted)]
     version_dir = run.publish(lambda path: write_reader_export(
         path, model=model, serving=serving, config=config, metrics=metrics, history=history, work_dir=run.work_dir,
-        answers=answers), data=[(q.question, q.context) for q in splits.train])
+        answers=answers, vocabulary=list(tokenizer.get_vocabulary()), wordpiece=wordpiece_settings(
+            tokenizer, {"sequence_length": pre.sequence_length, "start_value": [tokenizer.cls_token_id],
+                        "end_value": [tokenizer.sep_token_id], "pad_value": tokenizer.pad_token_id}, "post")),
+        data=[(q.question, q.context) for q in splits.train])
     return RunResult(version_dir, metrics, summary_text(metrics, splits, version_dir))
 
 

@@ -96,9 +96,11 @@ class AnswerServing(tf.Module):
 
 
 def write_reader_export(path: Path, *, model: keras.Model, serving: AnswerServing, config, metrics: dict,
-                        history: list[dict], work_dir: Path, answers: list[dict]) -> None:
-    """The SavedModel (`serving_default`: question and context -> answer), the run files, and the test split's
-    answers (question id, gold answers, prediction, score, EM and F1), a JSON object per line."""
+                        history: list[dict], work_dir: Path, answers: list[dict], vocabulary: list[str],
+                        wordpiece: dict) -> None:
+    """The SavedModel (`serving_default`: question and context -> answer), the run files, the test split's answers
+    (question id, gold answers, prediction, score, EM and F1), a JSON object per line, and the tokenizer's
+    vocabulary and settings (what `kpipe export` needs to answer without TensorFlow)."""
     saved_model.write_saved_model(path, tracked=[model, serving, serving.windows],
                                   endpoints={"serving_default": serving.serve})
     run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
@@ -106,5 +108,7 @@ def write_reader_export(path: Path, *, model: keras.Model, serving: AnswerServin
     reporting.write_json({"sequence_length": pre.sequence_length, "stride": pre.stride,
                           "max_question_tokens": pre.max_question_tokens, "max_answer_tokens": pre.max_answer_tokens,
                           "unanswerable": serving.unanswerable}, path / READER_FILE)
+    (path / "vocabulary.txt").write_text("".join(token + "\n" for token in vocabulary), encoding="utf-8")
+    reporting.write_json(wordpiece, path / "wordpiece.json")
     with open(path / ANSWERS_FILE, "w", encoding="utf-8") as out:
         out.writelines(json.dumps(answer, ensure_ascii=False) + "\n" for answer in answers)

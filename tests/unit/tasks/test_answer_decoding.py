@@ -79,3 +79,11 @@ def test_the_graphs_answer_is_the_best_span_over_all_windows(seed, unanswerable,
         if start >= 0:
             assert contexts[i][start:end] == text  # character offsets into the raw context
     assert out["answer"][contexts.index("")].decode() == "" and out["start"][contexts.index("")] == -1
+
+
+def test_a_batch_of_empty_contexts_has_no_answers():
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
+    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
+    serving = AnswerServing(logit_model(0), windows, max_answer_tokens=MAX_ANSWER, unanswerable=False)
+    out = serving.serve(tf.constant(["who ?", ""]), tf.constant(["", "  "]))
+    assert out["answer"].numpy().tolist() == [b"", b""] and out["start"].numpy().tolist() == [-1, -1]
