@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from kpipe.cli.commands import main
-from tests.helpers import squad_articles
+from tests.helpers import squad_articles, without_modules
 
 pytestmark = pytest.mark.slow
 
@@ -54,6 +54,32 @@ def test_the_savedmodel_answers_raw_strings_as_the_run_did(exported):
     assert [(f["answer"], f["start"], f["end"]) for f in found] == [(a["answer"], a["start"], a["end"])
                                                                     for a in answers]
     assert [f["score"] for f in found] == pytest.approx([a["score"] for a in answers], abs=1e-4)
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "litert"])
+def test_portable_exports_answer_the_test_questions_as_the_savedmodel_without_tensorflow(exported, tmp_path, fmt):
+    from kpipe.exports.portable import export_portable
+    from kpipe.tasks.answer.predict import answer_questions
+
+    folder, export = exported
+    source = tmp_path / "squad-minilm" / "1"
+    shutil.copytree(export, source)
+    portable = export_portable(source, fmt)
+    answers = [json.loads(line) for line in (export / "test_answers.jsonl").read_text().splitlines()]
+    contexts = contexts_by_id(folder)
+    questions, passages = [a["question"] for a in answers], [contexts[a["id"]] for a in answers]
+    expected = answer_questions(source, questions, passages)
+    found = answer_questions(portable, questions, passages)
+    same = [(f["answer"], f["start"], f["end"]) == (e["answer"], e["start"], e["end"]) for f, e in zip(found, expected)]
+    assert sum(same) >= 0.99 * len(same), f"{sum(same)} of {len(same)} answers equal"
+    code = (without_modules("tensorflow", "keras", "tf_keras") + "from kpipe.cli.commands import main\n"
+            f"code = main(['answer', {str(portable)!r}, '--question', {questions[0]!r}, '--context', "
+            f"{passages[0]!r}, '--json'])\n"
+            "assert not any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules)\n"
+            "sys.exit(code)\n")
+    answered = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert answered.returncode == 0, answered.stderr[-2000:]
+    assert json.loads(answered.stdout)["answer"] == found[0]["answer"]
 
 
 def test_kpipe_answer_in_a_fresh_process_and_a_long_context(exported, tmp_path):
