@@ -114,6 +114,8 @@ class ModelServer:
         self.codec = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kpipe-json")
         self.bulk_codec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-json-bulk")
         self.bulk_turn = asyncio.Lock()  # one bulk body (large, or many strings) decoded at a time, paced
+        # one bulk call at a time for what no batcher gathers (translate, generate, --no-batching), paced the same
+        self.bulk_calls = asyncio.Lock()
         self.small_in_flight = 0  # requests with small bodies between arrival and answer
         # Loading and warming up new versions: one thread at a lower CPU priority than the serving threads
         self.loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-load", initializer=_lower_priority)
@@ -199,6 +201,14 @@ class ModelServer:
             # the new version's batcher.
             if self.options.batching and signature.gatherable and current is model.current:
                 outputs = await self.batcher(model.name, current, signature_name)(inputs)
+            elif self.bulk_rows(inputs):  # bulk work outside the batchers: one call at a time, paced as their lane
+                async with self.bulk_calls:
+                    started = time.perf_counter()
+                    try:
+                        outputs = await loop.run_in_executor(self.executor, self.counted(model.name, signature),
+                                                             inputs)
+                    finally:
+                        await self.yield_to_small(time.perf_counter() - started)
             else:
                 outputs = await loop.run_in_executor(self.executor, self.counted(model.name, signature), inputs)
         except InputRejected as failure:

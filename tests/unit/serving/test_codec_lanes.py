@@ -140,3 +140,44 @@ def test_a_body_of_many_short_rows_is_decoded_in_the_bulk_lane_however_small(mon
             pool.shutdown(wait=False)
     assert len(decoded_in) == 2 and decoded_in[0].startswith("kpipe-json-bulk")
     assert not decoded_in[1].startswith("kpipe-json-bulk")
+
+
+def test_bulk_requests_that_no_batcher_gathers_run_one_at_a_time_and_small_ones_pass_them(monkeypatch):
+    """--no-batching (and signatures the batchers cannot gather: translate, generate) must not let bulk requests
+    hold every model thread (reliability finding 11): they take turns, and a small request is answered meanwhile."""
+    running, most, release = [0], [0], threading.Event()
+    lock = threading.Lock()
+
+    def call(inputs):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        if len(inputs["text"]) > 1:
+            release.wait(5)
+        with lock:
+            running[0] -= 1
+        return {"length": np.array([len(t) for t in inputs["text"]])}
+
+    signature = Signature("serving_default", call, {"text": TensorInfo("text", STRING, (None,))},
+                          {"length": TensorInfo("length", np.dtype(np.int64), (None,))})
+    model = types.SimpleNamespace(name="m", current=types.SimpleNamespace(version=1, signatures={
+        "serving_default": signature}))
+    repository = types.SimpleNamespace(models={"m": model}, get=lambda name: model if name == "m" else None)
+    server = app.ModelServer(repository, app.ServeOptions(batching=False, max_batch_size=64, threads=4))
+    bulk = json.dumps({"instances": ["x"] * 200}).encode()
+    small = json.dumps({"instances": ["hello"]}).encode()
+
+    async def scenario():
+        held = [asyncio.ensure_future(server.predict("m", None, bulk)) for _ in range(4)]
+        await asyncio.sleep(0.3)
+        answer = await asyncio.wait_for(server.predict("m", None, small), timeout=5)
+        release.set()
+        await asyncio.gather(*held)
+        return answer
+
+    try:
+        assert json.loads(asyncio.run(scenario()).body)["predictions"] == [5]
+    finally:
+        for pool in (server.executor, server.codec, server.bulk_codec, server.loader):
+            pool.shutdown(wait=False)
+    assert most[0] == 2  # one bulk call and the small request, never two bulk calls at once
