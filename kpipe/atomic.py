@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import socket
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -43,3 +46,54 @@ def _fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(descriptor)
+
+
+# === Partial files and folders of writers that were killed ===
+# A partial names its writer (`HOST~PIDNS-PID`), so a later run can tell one whose writer is gone from one being
+# written now. A PID means that process only within its PID namespace: two containers sharing a volume (and, with
+# --network host, the hostname) each number their processes from 1, so the namespace is part of the name.
+
+def writer_host() -> str:
+    """This machine and PID namespace: the hostname, and the namespace's inode where /proc tells it."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{socket.gethostname()}~{namespace}"
+
+
+def writer_tag() -> str:
+    """`HOST~PIDNS-PID` of this process, for the names of its partial files."""
+    return f"{writer_host()}-{os.getpid()}"
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (in this PID namespace)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def abandoned(path: Path, tag: str, max_age_s: float = 7 * 24 * 3600) -> bool:
+    """Whether the partial `path`, written by `tag` (`writer_tag()`'s form), was left by a killed writer: one of
+    this machine and PID namespace whose process no longer runs, or any untouched for `max_age_s`."""
+    writer, _, pid = tag.rpartition("-")
+    try:
+        return ((writer == writer_host() and pid.isdecimal() and pid.isascii() and not alive(int(pid)))
+                or time.time() - path.stat().st_mtime > max_age_s)
+    except OSError:
+        return False
+
+
+def remove_abandoned(folder: Path, pattern: str, tag_of: Callable[[str], str]) -> list[Path]:
+    """Remove the partials in `folder` matching `pattern` (a glob) whose writer (`tag_of(name)`) was killed."""
+    removed = []
+    for path in sorted(folder.glob(pattern)) if folder.is_dir() else []:
+        if abandoned(path, tag_of(path.name)):
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed

@@ -17,7 +17,7 @@ from typing import Callable
 from kpipe.datasets import shards
 from kpipe.datasets.files import table_kind
 from kpipe.errors import KpipeError
-from kpipe.exports.versions import alive
+from kpipe.atomic import alive
 
 
 def output_shard(folder: Path, shard: Path) -> Path:

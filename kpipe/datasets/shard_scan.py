@@ -127,6 +127,8 @@ def scan_shards(config: TextClassificationDataConfig, cache_dir: Path) -> ShardS
     import os
     import shutil
 
+    from kpipe.atomic import remove_abandoned, writer_tag
+
     paths = shard_files.list_shards(config.path)
     stamp = scan_stamp(config, paths)
     folder = Path(cache_dir) / f"shards-{stamp}"
@@ -135,7 +137,11 @@ def scan_shards(config: TextClassificationDataConfig, cache_dir: Path) -> ShardS
         log.info("Shards scanned before: %d rows' splits, counts and fitting sample from the cache %s",
                  sum(scan.counts.values()), folder)
         return scan
-    partial = folder.with_name(f"{folder.name}.{os.getpid()}.partial")
+    # scans killed before they finished (kill -9: their `finally` never ran) leave whole copies of the data behind
+    for left in remove_abandoned(Path(cache_dir), "shards-*.partial",
+                                 lambda name: name.removesuffix(".partial").partition(".")[2]):  # the writer
+        log.info("Removed %s, left by a scan that was killed", left)
+    partial = folder.with_name(f"{folder.name}.{writer_tag()}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:

@@ -140,9 +140,6 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
             return {"kind": "char_steps", **common, "start": start}
         return {"kind": "chars", **common}  # the transformer: START, the prefix and the characters so far -> logits
     if config.get("task") == "answer":  # the encoder; windows, offsets and decoding in NumPy (kpipe.portable.reader)
-        if not (source / "wordpiece.json").exists():
-            raise KpipeError(f"{source} was exported by an older kpipe without its tokenizer's settings "
-                             "(wordpiece.json); run the pipeline again to export it")
         return {"kind": "reader", "keras": "model.keras", "network": MODEL_FILES[fmt], "vocabulary": "vocabulary.txt",
                 "wordpiece": "wordpiece.json", "reader": "reader.json", "sequence_length": pre["sequence_length"]}
     if config.get("task") == "word2vec":  # words looked up in the vocabulary, the vectors' rows gathered

@@ -11,13 +11,13 @@ import logging
 import os
 import re
 import shutil
-import socket
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Callable
 
+from kpipe.atomic import alive, writer_host
 from kpipe.errors import ModelNotFoundError
 
 log = logging.getLogger(__name__)
@@ -47,28 +47,8 @@ def _taken(root: Path) -> int:
 TMP_PREFIX = ".tmp-"
 
 
-def writer_host() -> str:
-    """This machine and PID namespace: the hostname, and the namespace's inode where /proc tells it."""
-    try:
-        namespace = os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        namespace = 0
-    return f"{socket.gethostname()}~{namespace}"
-
-
 def tmp_name() -> str:
     return f"{TMP_PREFIX}{writer_host()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-
-
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs (in this PID namespace)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def remove_stale_tmp(root: Path, max_age_s: float = 7 * 24 * 3600) -> list[Path]:

@@ -19,7 +19,6 @@ Whole documents are used, however long: no truncation, so the end of a long revi
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import keras
@@ -27,6 +26,7 @@ import numpy as np
 import scipy.sparse
 import tensorflow as tf
 
+from kpipe.atomic import write_atomically
 from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.preprocessing.standardize import keras_standardize
 from kpipe.preprocessing.prefetch import prefetched
@@ -200,10 +200,12 @@ def fit_ngram_features(texts, labels, config: TextPreprocessingConfig, *, num_cl
              f"; {size - features.word_size} character 1- to {char_ngrams}-grams" if char_ngrams else "", weighting)
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache.with_name(f"{cache.stem}.{os.getpid()}.partial.npz")
         learned = [np.array(v.get_vocabulary(include_special_tokens=False), dtype=str) for v in vectorizers]
-        np.savez(partial, idf=features.idf.numpy(), class_df=class_df, *learned)
-        os.replace(partial, cache)
+
+        def save(partial: Path) -> None:
+            with open(partial, "wb") as handle:  # a handle: np.savez would add ".npz" to a name
+                np.savez(handle, *learned, idf=features.idf.numpy(), class_df=class_df)
+        write_atomically(cache, save)  # fsynced, the partial removed on failure (a full disk)
     return features, class_df
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from kpipe.atomic import write_text_atomically
 from kpipe.preprocessing.buckets import quantile_boundaries
 from kpipe.tokens import WORDPIECE_RESERVED
 from kpipe.preprocessing.configs import TextPreprocessingConfig
@@ -95,9 +95,7 @@ def cached_vocabulary(cache_dir: Path | None, prefix: str, settings: tuple, text
         return json.loads(cache.read_text(encoding="utf-8"))
     vocabulary = fit()
     cache.parent.mkdir(parents=True, exist_ok=True)
-    partial = cache.with_name(f"{cache.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps(vocabulary), encoding="utf-8")
-    os.replace(partial, cache)
+    write_text_atomically(cache, json.dumps(vocabulary))  # fsynced: never a truncated cache after a power cut
     return vocabulary
 
 

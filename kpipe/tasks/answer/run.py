@@ -5,7 +5,6 @@ raw strings."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 

@@ -170,6 +170,30 @@ def test_a_glob_that_matches_nothing_is_one_line(tmp_path):
         load_streamed_text(config(tmp_path / "nothing-*.parquet"), tmp_path / "c")
 
 
+def test_a_scan_removes_the_partial_copies_of_scans_that_were_killed_and_keeps_running_ones(frame, tmp_path):
+    """A scan killed with SIGKILL never runs its `finally`: its partial copy of the data is removed by the next scan
+    (reliability finding 9), while a scan still running elsewhere keeps its own."""
+    import subprocess
+    import sys
+
+    from kpipe.atomic import writer_host
+
+    cache = tmp_path / "cache"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        killed = cache / f"shards-0123456789abcdef.{writer_host()}-{int(gone.stdout)}.partial"
+        alive = cache / f"shards-fedcba9876543210.{writer_host()}-{running.pid}.partial"
+        for partial in (killed, alive):
+            (partial / "train").mkdir(parents=True)
+            (partial / "train" / "rows.tfrecord").write_bytes(b"x" * 1000)
+        load_streamed_text(config(write_shards(tmp_path / "s", frame, 2)), cache)
+        assert not killed.exists() and alive.exists()
+        assert not list(cache.glob("*.partial"))[1:]  # the scan's own partial became its folder
+    finally:
+        running.kill()
+
+
 def test_shards_with_different_columns_are_named(frame, tmp_path):
     folder = write_shards(tmp_path / "s", frame, 2)
     frame.rename(columns={"id": "key"}).iloc[:10].to_parquet(folder / "part-999.parquet")
