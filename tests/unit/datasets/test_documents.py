@@ -21,6 +21,34 @@ def test_a_document_per_line_or_per_paragraph_kept_exactly(tmp_path):
     assert read_documents(path, config(path)) == ["first  line", " second line ", "third", "fourth"]
     assert read_documents(path, config(path, documents="paragraphs")) == \
         ["first  line", " second line \nthird", "fourth"]
+    crlf = tmp_path / "crlf.txt"  # lines end at "\n" (or "\r\n") only: a line separator inside a text stays in it
+    crlf.write_bytes("one\u2028still one\x0cand one\r\ntwo\r\n".encode())
+    assert read_documents(crlf, config(crlf)) == ["one\u2028still one\x0cand one", "two"]
+
+
+def test_settings_for_the_other_kind_of_file_are_refused_not_ignored(tmp_path):
+    with pytest.raises(ValueError, match="`text_column` is for tables"):
+        config(tmp_path / "corpus.txt", text_column="body")
+    for setting in ({"documents": "paragraphs"}, {"split_by": "article"}):
+        with pytest.raises(ValueError, match="`documents` and `split_by` are for text files"):
+            config(tmp_path / "docs.parquet", **setting)
+
+
+def test_split_by_article_keeps_an_articles_paragraphs_in_one_split(tmp_path):
+    lines = []
+    for article in range(60):
+        lines += [f" = Article {article} = ", *(f"article {article} paragraph {p}" for p in range(5)),
+                  f" = = Section {article} = = ", f"article {article} closing"]
+    (tmp_path / "wiki.txt").write_text("\n".join(lines) + "\n")
+    documents = load_documents(config(tmp_path / "wiki.txt", split_by="article", validation_fraction=0.2,
+                                      test_fraction=0.2))
+    splits = {name: {text.split()[1] for text in getattr(documents, name) if text.startswith("article")}
+              for name in ("train", "validation", "test")}
+    assert all(splits.values()) and not (splits["train"] & splits["validation"]) and not (
+        splits["train"] & splits["test"]) and not (splits["validation"] & splits["test"])
+    by_line = load_documents(config(tmp_path / "wiki.txt", validation_fraction=0.2, test_fraction=0.2))
+    assert {t.split()[1] for t in by_line.train if t.startswith("article")} & \
+        {t.split()[1] for t in by_line.test if t.startswith("article")}  # by line, articles straddle the split
 
 
 def test_a_table_is_read_by_its_text_column_and_null_texts_are_refused(tmp_path):
