@@ -37,7 +37,7 @@ from kpipe.evaluation.squad import squad_scores  # noqa: E402
 from kpipe.exports.saved_model import load_saved_model  # noqa: E402
 from kpipe.preprocessing.answer_windows import AnswerWindows  # noqa: E402
 from kpipe.pretrained.inputs import trim_to_longest  # noqa: E402
-from kpipe.tasks.answer.run import load_word_piece_tokenizer  # noqa: E402
+from kpipe.pretrained.presets import load_word_piece_tokenizer  # noqa: E402
 
 BATCH = 32
 

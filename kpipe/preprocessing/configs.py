@@ -198,17 +198,24 @@ class TaggingPreprocessingConfig:
             vectors' words when the model starts from some.
         min_count: a training word kept needs this many occurrences.
         max_word_length: characters of a word the character features read (longer words are cut).
+        sequence_length: (pretrained_tagger) word pieces per window, [CLS] and [SEP] included; a longer sentence
+            is read in overlapping windows, never cut.
+        stride: (pretrained_tagger) word pieces between the starts of two windows of a sentence too long for one.
     """
 
     lowercase: bool = True
     vocabulary_size: int = 50000
     min_count: int = 1
     max_word_length: int = 20
+    sequence_length: int = 128
+    stride: int = 64
 
     def __post_init__(self):
         check_range("vocabulary_size", self.vocabulary_size, low=3)
         check_range("min_count", self.min_count, low=1)
         check_range("max_word_length", self.max_word_length, low=1)
+        check_range("sequence_length", self.sequence_length, low=8)
+        check_range("stride", self.stride, low=1, high=self.sequence_length - 2)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -166,3 +166,21 @@ def load_preprocessor(preset: str, sequence_length: int):
         if not all(getattr(tokenizer, f"{token}_token_id", None) is not None for token in ("cls", "sep", "pad")):
             raise
         return keras_hub.models.BertTextClassifierPreprocessor(tokenizer=tokenizer, sequence_length=sequence_length)
+
+
+def load_word_piece_tokenizer(preset: str, sequence_length: int):
+    """The preset's tokenizer, which must be WordPiece (BERT's family): the reader computes a WordPiece tokenization's
+    offsets, the tagger cuts words into its pieces.
+
+    Raises:
+        ConfigError: another tokenizer (BPE, SentencePiece).
+        PresetUnavailableError: as `load_backbone`.
+    """
+    import keras_hub
+
+    tokenizer = load_preprocessor(preset, sequence_length).tokenizer
+    if not isinstance(tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
+        raise ConfigError(f"model.preset {preset} tokenizes with {type(tokenizer).__name__}; kpipe reads words and "
+                          "answer spans through WordPiece: use a BERT-family checkpoint (BERT, DistilBERT, ELECTRA, "
+                          "MiniLM)")
+    return tokenizer

@@ -30,6 +30,7 @@ from kpipe.families import (
     gpt,
     pretrained_classifier,
     pretrained_reader,
+    pretrained_tagger,
     rnn_classifier,
     rnn_forecaster,
     rnn_tagger,
@@ -184,6 +185,11 @@ def check_embed_config(config: "PipelineConfig") -> None:
     check_preset(config.model.preset, config.preprocessing.sequence_length)
 
 
+def check_tag_config(config: "PipelineConfig") -> None:
+    if config.model.family == "pretrained_tagger":
+        check_preset(config.model.preset, config.preprocessing.sequence_length)
+
+
 def check_answer_config(config: "PipelineConfig") -> None:
     check_preset(config.model.preset, config.preprocessing.sequence_length)
     data = config.data
@@ -291,9 +297,9 @@ TASKS = {spec.name: spec for spec in (
              "kpipe.tasks.lm.run:run_lm", command='kpipe generate EXPORT --prompt "In the beginning"',
              tuning_metric=lambda config: "val_loss",  # NLL per token: the tokenizer is fixed by the data
              headline=("test.perplexity_per_word", "baseline.test.perplexity_per_word", "test.bits_per_character")),
-    TaskSpec("tag", TaggedDataConfig, TaggingPreprocessingConfig, (rnn_tagger.SPEC,),
+    TaskSpec("tag", TaggedDataConfig, TaggingPreprocessingConfig, (rnn_tagger.SPEC, pretrained_tagger.SPEC),
              "kpipe.tasks.tag.run:run_tag", command='kpipe tag EXPORT "Barack Obama visited Paris"',
-             tuning_metric=tag_tuning_metric, monitors=("val_entity_f1",),
+             tuning_metric=tag_tuning_metric, monitors=("val_entity_f1",), check=check_tag_config,
              headline=("entity_f1", "baseline.feature_crf.entity_f1", "baseline.most_frequent_tag.entity_f1")),
     TaskSpec("translate", PairsDataConfig, PairPreprocessingConfig, (seq2seq_attention.SPEC, seq2seq_transformer.SPEC),
              "kpipe.tasks.translate.run:run_translate", command="kpipe translate EXPORT WORD",

@@ -95,3 +95,35 @@ def test_a_bad_tagged_file_is_one_line_exit_2_and_nothing_written(tmp_path, monk
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not (tmp_path / "saved_models").exists() or not any((tmp_path / "saved_models").rglob("saved_model.pb"))
+
+
+def test_a_pretrained_tagger_tags_every_word_of_a_sentence_longer_than_its_window(tmp_path, monkeypatch):
+    """ner-conll-minilm on a tiny BERT checkpoint and a small CoNLL file: trained, exported, and a 60-word sentence
+    (several windows of 24 pieces) gets a tag for each of its words."""
+    from pathlib import Path
+
+    from kpipe.tasks.tag.predict import tag_texts
+    from tests.helpers import write_hugging_face_checkpoint
+
+    monkeypatch.chdir(tmp_path)
+    write_hugging_face_checkpoint(Path("checkpoint"), seed=4)
+    rng = np.random.default_rng(0)
+    lines = []
+    for document in range(12):
+        lines += ["-DOCSTART- -X- -X- O", ""]
+        for _ in range(6):
+            words = rng.choice(["the", "film", "was", "good", "Ann", "Bo", "Paris", "crew"], size=rng.integers(3, 9))
+            lines += [f"{w} NN O {'B-PER' if w in ('Ann', 'Bo') else 'B-LOC' if w == 'Paris' else 'O'}"
+                      for w in words] + [""]
+    Path("train.txt").write_text("\n".join(lines), encoding="utf-8")
+    Path("dev.txt").write_text("\n".join(lines[:60]) + "\n", encoding="utf-8")
+    assert main(["run", "ner-conll-minilm", "--data", "train.txt", "--set", 'data.test_path="dev.txt"', "--set",
+                 'model.preset="checkpoint"', "--set", "preprocessing.sequence_length=24", "--set",
+                 "preprocessing.stride=8", "--set", "training.epochs=1"]) == 0
+    export = tmp_path / "saved_models" / "ner-conll-minilm" / "1"
+    metrics = json.loads((export / "metrics.json").read_text())
+    assert {"entity_f1", "token_accuracy"} <= set(metrics) and "feature_crf" in metrics["baseline"]
+    long_text = " ".join(["Ann visited the good crew in Paris"] * 9)  # 63 words, ~70 pieces: 4+ windows
+    answer = tag_texts(export, [long_text, "Bo"])
+    assert len(answer[0]["tags"]) == len(long_text.split()) == 63 and len(answer[1]["tags"]) == 1
+    assert all(tag == "O" or tag[:2] in ("B-", "I-") for tag in answer[0]["tags"])

@@ -14,7 +14,6 @@ import tensorflow as tf
 
 from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.datasets.questions import Question, QuestionSplits, load_questions
-from kpipe.errors import ConfigError
 from kpipe.evaluation.squad import SlidingWindowBaseline, question_scores, squad_scores
 from kpipe.families.pretrained_reader.model import SpanLoss
 from kpipe.preprocessing.answer_windows import AnswerWindows
@@ -40,7 +39,7 @@ def run_answer(config: PipelineConfig) -> RunResult:
 
 def _run_answer(run: Run, config: PipelineConfig) -> RunResult:
     pre: AnswerPreprocessingConfig = config.preprocessing
-    tokenizer = load_word_piece_tokenizer(config.model.preset, pre.sequence_length)  # first: a missing preset fails fast
+    tokenizer = presets.load_word_piece_tokenizer(config.model.preset, pre.sequence_length)  # first: a missing preset fails fast
     splits = load_questions(config.data)
     windows = AnswerWindows(tokenizer, sequence_length=pre.sequence_length, stride=pre.stride,
                             max_question_tokens=pre.max_question_tokens)
@@ -73,18 +72,6 @@ def _run_answer(run: Run, config: PipelineConfig) -> RunResult:
                         "end_value": [tokenizer.sep_token_id], "pad_value": tokenizer.pad_token_id}, "post")),
         data=[(q.question, q.context) for q in splits.train])
     return RunResult(version_dir, metrics, summary_text(metrics, splits, version_dir))
-
-
-def load_word_piece_tokenizer(preset: str, sequence_length: int):
-    """The preset's tokenizer; the reader computes offsets for WordPiece (BERT's family) only."""
-    import keras_hub
-
-    tokenizer = presets.load_preprocessor(preset, sequence_length).tokenizer
-    if not isinstance(tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
-        raise ConfigError(f"model.preset {preset} tokenizes with {type(tokenizer).__name__}; the reader maps answers "
-                          "to characters through WordPiece offsets: use a BERT-family checkpoint (BERT, DistilBERT, "
-                          "ELECTRA, MiniLM)")
-    return tokenizer
 
 
 # === Training windows ===

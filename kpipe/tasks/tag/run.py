@@ -11,10 +11,13 @@ import keras
 from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.datasets.tagged import TaggedSplits, load_tagged
 from kpipe.evaluation.tagging import baseline_metrics, comparison_table, tagging_metrics
+from kpipe.families.pretrained_tagger.config import PretrainedTaggerConfig
 from kpipe.families.rnn_tagger.config import RNNTaggerConfig
 from kpipe.layers.crf import CRFLoss
 from kpipe.preprocessing.configs import TaggingPreprocessingConfig
 from kpipe.preprocessing.tagging import TaggerInputs, fit_tables, make_tagging_dataset, pad_words
+from kpipe.preprocessing.word_windows import WordPieceWindows
+from kpipe.pretrained import presets
 from kpipe.tasks.registry import family_spec
 from kpipe.tasks.tag.serving import TaggerServing, write_tagger_export
 from kpipe.training.run import Run
@@ -34,13 +37,19 @@ def run_tag(config: PipelineConfig) -> RunResult:
 
 def _run_tag(run: Run, config: PipelineConfig) -> RunResult:
     pre: TaggingPreprocessingConfig = config.preprocessing
-    splits = load_tagged(config.data)
-    vectors = (load_word_vectors(config.model.pretrained_embeddings, expected_dim=config.model.embedding_dim)
-               if config.model.pretrained_embeddings else None)  # loaded first, so a bad file fails in seconds
-    words, chars = fit_tables(splits.train, pre, extra_words=vectors.words if vectors else ())
-    inputs = TaggerInputs(words, chars, pre)
-    model_config = dataclasses.replace(config.model, vocabulary_size=inputs.vocabulary_size,
-                                       char_vocabulary_size=inputs.char_vocabulary_size, num_tags=len(splits.tags))
+    if isinstance(config.model, PretrainedTaggerConfig):  # the preset first: a missing one fails in seconds
+        tokenizer = presets.load_word_piece_tokenizer(config.model.preset, pre.sequence_length)
+        splits = load_tagged(config.data)
+        inputs = WordPieceWindows(tokenizer, sequence_length=pre.sequence_length, stride=pre.stride)
+        model_config, words, vectors = dataclasses.replace(config.model, num_tags=len(splits.tags)), [], None
+    else:
+        splits = load_tagged(config.data)
+        vectors = (load_word_vectors(config.model.pretrained_embeddings, expected_dim=config.model.embedding_dim)
+                   if config.model.pretrained_embeddings else None)  # loaded first, so a bad file fails in seconds
+        words, chars = fit_tables(splits.train, pre, extra_words=vectors.words if vectors else ())
+        inputs = TaggerInputs(words, chars, pre)
+        model_config = dataclasses.replace(config.model, vocabulary_size=inputs.vocabulary_size,
+                                           char_vocabulary_size=inputs.char_vocabulary_size, num_tags=len(splits.tags))
     model, history, coverage = train(run, model_config, splits, inputs, words, vectors)
     serving = TaggerServing(model, inputs, splits.tags)
     predicted = tag_sentences(serving, [w for w, _ in splits.test])
@@ -49,8 +58,11 @@ def _run_tag(run: Run, config: PipelineConfig) -> RunResult:
         "data": {"source": config.data.describe(), **splits.sizes(), "tags": splits.tags,
                  "scheme": splits.scheme, "orphan_i_tags": splits.orphan_i_tags},
         **tagging_metrics([t for _, t in splits.test], predicted),
-        "vocabulary_size": inputs.vocabulary_size, "embedding_coverage": coverage,
     }
+    if isinstance(inputs, TaggerInputs):
+        metrics.update({"vocabulary_size": inputs.vocabulary_size, "embedding_coverage": coverage})
+    else:
+        metrics["pretrained"] = presets.describe(config.model.preset)
     if config.evaluation.baseline:
         metrics["baseline"] = baseline_metrics(splits.train, splits.test)
     log.info("Test on %d sentences:\n%s", len(splits.test), comparison_table(metrics))
@@ -60,8 +72,8 @@ def _run_tag(run: Run, config: PipelineConfig) -> RunResult:
     return RunResult(version_dir, metrics, summary_text(metrics, splits, version_dir))
 
 
-def train(run: Run, model_config: RNNTaggerConfig, splits: TaggedSplits, inputs: TaggerInputs, words: list[str],
-          vectors):
+def train(run: Run, model_config: RNNTaggerConfig | PretrainedTaggerConfig, splits: TaggedSplits,
+          inputs: TaggerInputs | WordPieceWindows, words: list[str], vectors):
     tag_ids = {tag: i for i, tag in enumerate(splits.tags)}
     unknown = {t for _, tags in splits.validation + splits.test for t in tags} - set(tag_ids)
     if unknown:
@@ -79,7 +91,11 @@ def train(run: Run, model_config: RNNTaggerConfig, splits: TaggedSplits, inputs:
     crf_loss = CRFLoss()
 
     def build():
-        model = family_spec("tag", model_config.family).build(model_config)
+        if isinstance(model_config, PretrainedTaggerConfig):  # under the run's strategy: the backbone loads here
+            model = family_spec("tag", model_config.family).build(model_config,
+                                                                   presets.load_backbone(model_config.preset))
+        else:
+            model = family_spec("tag", model_config.family).build(model_config)
         if pretrained is not None:  # assigned, not an initializer: kept out of the model's config
             model.get_layer("embedding").embeddings.assign(pretrained)
         if model_config.output == "crf":

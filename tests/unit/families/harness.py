@@ -15,6 +15,8 @@ from typing import Any, Callable
 import keras
 import numpy as np
 
+from kpipe.families.pretrained_reader.model import SpanLoss
+
 BATCH = 4
 
 
@@ -57,6 +59,8 @@ def example_inputs(model: keras.Model, seed: int = 0):
             return np.ones(shape, str(spec.dtype))
         if name == "segment_ids":
             return np.zeros(shape, "int32")
+        if "bool" in str(spec.dtype):  # a mask of present words
+            return np.ones(shape, "bool")
         if "int" in str(spec.dtype):
             return rng.integers(1, 3, shape).astype(str(spec.dtype))
         return rng.normal(size=shape).astype("float32")
@@ -67,6 +71,8 @@ def example_inputs(model: keras.Model, seed: int = 0):
 def example_targets(case: FamilyCase, outputs: np.ndarray, seed: int = 0) -> np.ndarray:
     """Targets of the outputs' shape for the case's loss: class ids, 0/1 labels or real values."""
     rng = np.random.default_rng(seed + 1)
+    if getattr(case.loss, "name", "") == "span_loss":  # a reader: each window's start and end positions
+        return rng.integers(0, outputs.shape[1], (outputs.shape[0], 2))
     if case.loss in ("sparse_categorical_crossentropy", "crf") or isinstance(
             case.loss, keras.losses.SparseCategoricalCrossentropy):
         return rng.integers(0, outputs.shape[-1], outputs.shape[:-1])
@@ -116,6 +122,25 @@ def _bag_of_ngrams(nb_classes: int = 0, **kwargs):
         ratios = (np.random.default_rng(1).normal(size=(20, nb_classes)).astype("float32") if nb_classes
                   else None)
         return build_bag_of_ngrams(BagOfNgramsConfig(vocabulary_size=20, **kwargs), ratios)
+    return build
+
+
+def _pretrained_reader():
+    from kpipe.families.pretrained_reader.config import PretrainedReaderConfig
+    from kpipe.families.pretrained_reader.model import build_pretrained_reader
+    from tests.helpers import tiny_backbone
+
+    return build_pretrained_reader(PretrainedReaderConfig(preset="tiny", dropout=0.0), tiny_backbone(0))
+
+
+def _pretrained_tagger(**settings):
+    def build():
+        from kpipe.families.pretrained_tagger.config import PretrainedTaggerConfig
+        from kpipe.families.pretrained_tagger.model import build_pretrained_tagger
+        from tests.helpers import tiny_backbone
+
+        return build_pretrained_tagger(PretrainedTaggerConfig(preset="tiny", num_tags=5, dropout=0.0, **settings),
+                                       tiny_backbone(0))
     return build
 
 
@@ -231,6 +256,12 @@ FAMILY_CASES = [
     FamilyCase("rnn_tagger[softmax, character BiLSTM]", "rnn_tagger",
                _rnn_tagger(output="softmax", char_features="lstm"), SPARSE_CE, (BATCH, None, 5)),
     FamilyCase("gpt", "gpt", _gpt(), LOGITS_CE, (BATCH, None, 12)),
+    FamilyCase("pretrained_reader", "pretrained_reader", _pretrained_reader, SpanLoss(), (BATCH, None, 2)),
+    FamilyCase("pretrained_tagger[last, softmax]", "pretrained_tagger", _pretrained_tagger(), SPARSE_CE,
+               (BATCH, None, 5)),
+    FamilyCase("pretrained_tagger[concat_last_four, BiLSTM, CRF]", "pretrained_tagger",
+               _pretrained_tagger(features="concat_last_four", head="bilstm", head_units=4, output="crf"), "crf",
+               (BATCH, None, 5)),
     FamilyCase("cbow", "cbow", _word2vec("cbow"), "negative_sampling", (BATCH, None), training_steps=2),
 ]
 
