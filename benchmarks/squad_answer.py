@@ -12,7 +12,11 @@ Speed. Single questions on contexts of about 150 and 600 words (test contexts jo
 beside the bare encoder (`model.keras` in a `tf.function`) on the same windows, already tokenized: the plain reference, alternated with
 it. Batched: questions/s on the test split, batches of 32, beside the encoder on the same windows.
 
-Usage: python benchmarks/squad_answer.py saved_models/squad-minilm/1 --data '../shared/data/qa/squad-*.json.gz'
+Portable exports (`--portable`, folders written by `kpipe export`): the share of test questions whose answer (text and
+offsets) equals the SavedModel's, and their single-question p50 in the same alternating loop.
+
+Usage: python benchmarks/squad_answer.py saved_models/squad-minilm/1 --data '../shared/data/qa/squad-*.json.gz' \
+           [--portable saved_models/squad-minilm/1-onnx saved_models/squad-minilm/1-onnx-int8]
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ def main() -> None:
                                                       "redone from its config's seed and fractions)")
     parser.add_argument("--preset", help="the encoder's folder, if the config's is not on this machine")
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--portable", nargs="*", default=[], type=Path, help="ONNX / LiteRT exports of the same model")
     args = parser.parse_args()
 
     config = tomllib.loads((args.export / "config.toml").read_text())
@@ -105,25 +110,41 @@ def main() -> None:
           f"offsets and decoding in the graph; the bare encoder on the same windows "
           f"{len(test) / sum(encoder_seconds):.1f} questions/s")
 
+    from kpipe.portable.reader import PortableReader
+
+    portables = {folder.name: PortableReader.open(folder) for folder in args.portable}
+    for name, reader in portables.items():
+        same = 0
+        for begin in range(0, len(test), BATCH):
+            chunk = test[begin:begin + BATCH]
+            questions, contexts = [q.question for q in chunk], [q.context for q in chunk]
+            mine = reader.answer(questions, contexts)
+            theirs = serve(question=tf.constant(questions), context=tf.constant(contexts))
+            same += sum(int(a == b and s0 == s1 and e0 == e1) for a, b, s0, s1, e0, e1 in zip(
+                mine["answer"], theirs["answer"].numpy(), mine["start"], theirs["start"].numpy(), mine["end"],
+                theirs["end"].numpy()))
+        print(f"{name}: {same / len(test):.2%} of the test questions answered as the SavedModel does "
+              f"(same text and offsets)")
+
     text = " ".join(q.context for q in dict((q.context, q) for q in test).values()).split()
     question = test[0].question
     for words in (150, 600):
         context = " ".join(text[:words])
         inputs, _ = encoder_inputs([question], [context])
-        timings = {"savedmodel": [], "encoder": []}
-        for method in ("savedmodel", "encoder"):  # a first call of each shape traces: not timed
-            serve(question=tf.constant([question]), context=tf.constant([context])) if method == "savedmodel" \
-                else encoder(inputs, training=False)
+        calls = {"SavedModel": lambda: serve(question=tf.constant([question]),
+                                             context=tf.constant([context]))["answer"].numpy(),
+                 "bare encoder": lambda: np.asarray(encoder(inputs, training=False)),
+                 **{name: (lambda r=reader: r.answer([question], [context])) for name, reader in portables.items()}}
+        timings = {name: [] for name in calls}
+        for call in calls.values():  # a first call of each shape traces: not timed
+            call()
         for repeat in range(args.repeats):
-            for method in (("savedmodel", "encoder") if repeat % 2 == 0 else ("encoder", "savedmodel")):
+            for name in (list(calls) if repeat % 2 == 0 else list(reversed(calls))):
                 started = time.perf_counter()
-                if method == "savedmodel":
-                    serve(question=tf.constant([question]), context=tf.constant([context]))["answer"].numpy()
-                else:
-                    np.asarray(encoder(inputs, training=False))
-                timings[method].append(time.perf_counter() - started)
-        print(f"one question, {words}-word context ({len(inputs['token_ids'])} window(s)): SavedModel p50 "
-              f"{spread(timings['savedmodel'])}; bare encoder {spread(timings['encoder'])}")
+                calls[name]()
+                timings[name].append(time.perf_counter() - started)
+        print(f"one question, {words}-word context ({len(inputs['token_ids'])} window(s)), p50 (min-max): "
+              + "; ".join(f"{name} {spread(values)}" for name, values in timings.items()))
 
 
 if __name__ == "__main__":
