@@ -54,17 +54,17 @@ class AnswerServing(tf.Module):
                 starts[:, 0] * ends[:, 0])
 
     def logits(self, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
-        """The model's logits (N, L, 2) over the windows, WINDOW_CHUNK windows per call in turn: however many
-        windows a request's contexts make, the encoder's activations are those of one chunk."""
+        """The model's logits (N, L, 2) over the windows, in equal chunks of at most WINDOW_CHUNK windows called in
+        turn: however many windows a request's contexts make, the encoder's activations are those of one chunk, and
+        fewer than one window per chunk is padding (one question's single window is one call of one window)."""
         count = tf.shape(inputs["padding_mask"])[0]
-        chunks = (count + WINDOW_CHUNK - 1) // WINDOW_CHUNK
-        padded = {name: tf.pad(value, [[0, chunks * WINDOW_CHUNK - count], [0, 0]])
-                  for name, value in inputs.items()}
-        stacked = {name: tf.reshape(value, [chunks, WINDOW_CHUNK, -1]) for name, value in padded.items()}
+        chunks = tf.maximum((count + WINDOW_CHUNK - 1) // WINDOW_CHUNK, 1)
+        size = (count + chunks - 1) // chunks  # equal chunks, as few padding windows as can be (fewer than chunks)
+        padded = {name: tf.pad(value, [[0, chunks * size - count], [0, 0]]) for name, value in inputs.items()}
+        stacked = {name: tf.reshape(value, [chunks, size, -1]) for name, value in padded.items()}
         logits = tf.map_fn(lambda chunk: tf.cast(self.model(chunk, training=False), tf.float32), stacked,
-                           fn_output_signature=tf.TensorSpec([WINDOW_CHUNK, None, 2], tf.float32),
-                           parallel_iterations=1)
-        return tf.reshape(logits, [chunks * WINDOW_CHUNK, -1, 2])[:count]
+                           fn_output_signature=tf.TensorSpec([None, None, 2], tf.float32), parallel_iterations=1)
+        return tf.reshape(logits, [chunks * size, -1, 2])[:count]
 
     def _serve(self, question, context):
         return self.answer(question, context)

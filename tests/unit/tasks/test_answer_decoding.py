@@ -87,3 +87,32 @@ def test_a_batch_of_empty_contexts_has_no_answers():
     serving = AnswerServing(logit_model(0), windows, max_answer_tokens=MAX_ANSWER, unanswerable=False)
     out = serving.serve(tf.constant(["who ?", ""]), tf.constant(["", "  "]))
     assert out["answer"].numpy().tolist() == [b"", b""] and out["start"].numpy().tolist() == [-1, -1]
+
+
+class CountRows(keras.layers.Layer):
+    """Passes its input through, adding the number of windows it is called on to `rows`."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.rows = self.add_weight(shape=(), initializer="zeros", dtype="int32", trainable=False, name="rows")
+
+    def call(self, x):
+        self.rows.assign_add(keras.ops.shape(x)[0])
+        return x
+
+
+@pytest.mark.parametrize("contexts, chunk, rows", [(["the film was good"], 64, 1),  # one window: one row, no padding
+                                                   ([" ".join(["good"] * 30)], 4, 6),  # 5 windows: 2 chunks of 3
+                                                   ([" ".join(["good"] * 30)], 64, 5)])
+def test_the_encoder_reads_as_few_padding_windows_as_can_be(contexts, chunk, rows, monkeypatch):
+    monkeypatch.setattr(serving_module, "WINDOW_CHUNK", chunk)
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
+    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
+    inner = logit_model(0)
+    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids",
+                                                                             "padding_mask")}
+    counter = CountRows()
+    model = keras.Model(inputs, counter(inner(inputs)))
+    AnswerServing(model, windows, max_answer_tokens=MAX_ANSWER, unanswerable=False).serve(
+        tf.constant(["which ?"] * len(contexts)), tf.constant(contexts))
+    assert int(counter.rows.numpy()) == rows
