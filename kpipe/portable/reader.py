@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from kpipe.portable.runtime import PREPROCESSING_FILE, Network, PortableExport, inside
-from kpipe.portable.wordpiece import MAX_BYTES_PER_WORD, WordPieceIds, casefold, is_cjk, is_punctuation, is_whitespace
+from kpipe.portable.wordpiece import WordPieceIds, casefold, is_cjk, is_punctuation, is_whitespace
 
 WINDOW_CHUNK = 64  # windows per network call (the SavedModel's chunk): bounded memory for long contexts
 
@@ -53,23 +53,6 @@ class OffsetPieces(WordPieceIds):
         if self.strip_accents:
             word = "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
         return casefold(word) if self.lowercase else word
-
-    def spans(self, word: str) -> list[tuple[int, int, int]]:
-        """(id, start, end) of a normalised word's pieces, offsets in its characters."""
-        if not word:
-            return []
-        if len(word.encode("utf-8")) > MAX_BYTES_PER_WORD:
-            return [(self.unknown, 0, len(word))]
-        found, start = [], 0
-        while start < len(word):
-            end = len(word)
-            while start < end and (word[start:end] if start == 0 else self.suffix + word[start:end]) not in self.index:
-                end -= 1
-            if start == end:
-                return [(self.unknown, 0, len(word))]
-            found.append((self.index[word[start:end] if start == 0 else self.suffix + word[start:end]], start, end))
-            start = end
-        return found
 
     def with_offsets(self, text: str) -> tuple[list[int], list[int], list[int]]:
         ids, starts, ends = [], [], []

@@ -92,26 +92,27 @@ class WordPieceIds:
             words = [w if w in self.special else casefold(w) for w in words]
         return words
 
-    def pieces(self, word: str) -> list[int]:
-        """Greedy longest-match-first word pieces of one word (the unknown token if it cannot be covered)."""
+    def spans(self, word: str) -> list[tuple[int, int, int]]:
+        """Greedy longest-match-first word pieces of one word as (id, start, end) in its characters (the unknown
+        token over the whole word if it cannot be covered)."""
         if not word:
             return []
         if len(word.encode("utf-8")) > MAX_BYTES_PER_WORD:
-            return [self.unknown]
-        ids, start = [], 0
+            return [(self.unknown, 0, len(word))]
+        found, start = [], 0
         while start < len(word):
-            end, found = len(word), None
-            while start < end:
-                piece = word[start:end] if start == 0 else self.suffix + word[start:end]
-                if piece in self.index:
-                    found = self.index[piece]
-                    break
+            end = len(word)
+            while start < end and (word[start:end] if start == 0 else self.suffix + word[start:end]) not in self.index:
                 end -= 1
-            if found is None:
-                return [self.unknown]
-            ids.append(found)
+            if start == end:
+                return [(self.unknown, 0, len(word))]
+            found.append((self.index[word[start:end] if start == 0 else self.suffix + word[start:end]], start, end))
             start = end
-        return ids
+        return found
+
+    def pieces(self, word: str) -> list[int]:
+        """The ids of `spans`."""
+        return [piece for piece, _, _ in self.spans(word)]
 
     def ids(self, text: str) -> list[int]:
         """One text's packed ids: start, its pieces cut to fit ("pre" keeps the end, "post" the start,

@@ -21,18 +21,19 @@ def answer_questions(model_dir: str | Path, questions: list[str], contexts: list
 
         reader = PortableReader.open(model_dir)
         serve = lambda question, context: reader.answer(list(question), list(context))  # noqa: E731
-        return _answers(serve, questions, contexts, on_batch, lambda x: x)
+        return answers_of(serve, questions, contexts, on_batch, lambda x: x)
     import tensorflow as tf
 
     from kpipe.exports.saved_model import load_saved_model
 
     serve = load_saved_model(Path(model_dir)).signatures["serving_default"]  # its tokenizer is TensorFlow Text's
-    return _answers(lambda question, context: {k: v.numpy() for k, v in serve(question=question,
+    return answers_of(lambda question, context: {k: v.numpy() for k, v in serve(question=question,
                                                                               context=context).items()},
                     questions, contexts, on_batch, lambda texts: tf.constant(texts, tf.string))
 
 
-def _answers(serve, questions, contexts, on_batch, as_input) -> list[dict]:
+def answers_of(serve, questions, contexts, on_batch, as_input) -> list[dict]:
+    """`serve(as_input(questions), as_input(contexts))` BATCH questions at a time, as one dict per question."""
     found = []
     for begin in range(0, len(questions), BATCH):
         out = serve(as_input(questions[begin:begin + BATCH]), as_input(contexts[begin:begin + BATCH]))

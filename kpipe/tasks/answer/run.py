@@ -21,13 +21,13 @@ from kpipe.preprocessing.configs import AnswerPreprocessingConfig
 from kpipe.preprocessing.prefetch import prefetched
 from kpipe.pretrained import presets
 from kpipe.pretrained.inputs import trim_to_longest, wordpiece_settings
+from kpipe.tasks.answer.predict import answers_of
 from kpipe.tasks.answer.serving import AnswerServing, write_reader_export
 from kpipe.tasks.registry import family_spec
 from kpipe.training.run import Run
 
 log = logging.getLogger(__name__)
 
-ANSWER_BATCH = 32    # questions per call when a split is answered
 WINDOW_BATCH = 256   # questions whose windows are cut per call when the training windows are made
 
 
@@ -169,15 +169,8 @@ class ValidationAnswers(keras.callbacks.Callback):
 
 def answer_questions(serving: AnswerServing, questions: list[Question]) -> list[dict]:
     """The export's own `serving_default` on each question: {"answer", "start", "end", "score"}."""
-    answers = []
-    for begin in range(0, len(questions), ANSWER_BATCH):
-        chunk = questions[begin:begin + ANSWER_BATCH]
-        out = {k: v.numpy() for k, v in serving.serve(tf.constant([q.question for q in chunk]),
-                                                      tf.constant([q.context for q in chunk])).items()}
-        answers += [{"answer": out["answer"][i].decode("utf-8"), "start": int(out["start"][i]),
-                     "end": int(out["end"][i]), "score": round(float(out["score"][i]), 4)}
-                    for i in range(len(chunk))]
-    return answers
+    return answers_of(lambda q, c: {k: v.numpy() for k, v in serving.serve(q, c).items()},
+                      [q.question for q in questions], [q.context for q in questions], None, tf.constant)
 
 
 def summary_table(metrics: dict) -> str:
