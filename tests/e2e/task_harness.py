@@ -18,7 +18,7 @@ from tests.helpers import (SMALL, kpipe_in_process, write_hugging_face_checkpoin
 # the quick run of docs/tasks/forecast.md too (tests/e2e/test_docs.py reuses this run for it)
 FORECAST_QUICK = ["--set", "preprocessing.window=96", "--set", "preprocessing.horizon=12", "--set",
                   "preprocessing.season_length=48", "--set", "training.epochs=1", "--set", "model.units=[8]",
-                  "--set", "model.conv_filters=4", "--set", "model.linear_steps=96"]
+                  "--set", "model.conv_filters=4", "--set", "model.linear_steps=96", "--set", "data.test_fraction=0.05"]
 
 
 @dataclasses.dataclass(frozen=True)

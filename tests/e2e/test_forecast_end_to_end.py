@@ -40,7 +40,7 @@ def test_report_has_every_forecaster_and_the_plots(exported):
     assert set(metrics["validation_mae"]) == {"model", "model_without_rnn", "model_without_linear"}
     coverage = metrics["intervals"]["test_coverage"]
     assert 0.5 < coverage["80"] <= coverage["95"] <= 1.0
-    assert metrics["data"]["test_windows"] == 605 - 12 + 1
+    assert metrics["data"]["test_windows"] == 202 - 12 + 1  # the last 5 % of 4,032 half-hours, an origin each
     assert metrics["model_vs_seasonal_naive_mae"] == pytest.approx(
         metrics["test"]["model"]["mae"] / metrics["test"]["seasonal_naive"]["mae"])
     for name in ("forecast.png", "error_by_horizon.png", "training_curves.png", "features.json", "model.keras"):

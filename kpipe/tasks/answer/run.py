@@ -43,9 +43,10 @@ def _run_answer(run: Run, config: PipelineConfig) -> RunResult:
     splits = load_questions(config.data)
     windows = AnswerWindows(tokenizer, sequence_length=pre.sequence_length, stride=pre.stride,
                             max_question_tokens=pre.max_question_tokens)
-    model, history, counts = train(run, config, splits, windows)
-    serving = AnswerServing(model, windows, max_answer_tokens=pre.max_answer_tokens,
-                            unanswerable=splits.unanswerable)
+    model, history, counts, scoring = train(run, config, splits, windows)
+    # the graph the validation answers were traced in, when it reads this model: tracing it costs seconds
+    serving = scoring.serving if scoring and scoring.serving and scoring.model is model else AnswerServing(
+        model, windows, max_answer_tokens=pre.max_answer_tokens, unanswerable=splits.unanswerable)
     started = time.perf_counter()
     predicted = answer_questions(serving, splits.test)
     seconds = time.perf_counter() - started
@@ -139,13 +140,13 @@ def train(run: Run, config: PipelineConfig, splits: QuestionSplits, windows: Ans
     names = [name for name in names if name in {t.name.split(":")[0] for t in probe.inputs}]
     del probe
     seed, batch = config.training.seed, run.global_batch
-    scoring = [ValidationAnswers(windows, config.preprocessing, splits)] if splits.validation else []
+    scoring = ValidationAnswers(windows, config.preprocessing, splits) if splits.validation else None
     model, history = run.train(build, loss=SpanLoss(), metrics=[],
                                train_data=reader_dataset(*features["train"], names, batch, shuffle=True, seed=seed),
                                validation_data=reader_dataset(*features["validation"], names, batch, shuffle=False,
                                                               seed=seed) if splits.validation else None,
-                               metric_callbacks=scoring)
-    return model, history, {**counts, "train_with_answer": with_answer}
+                               metric_callbacks=[scoring] if scoring else [])
+    return model, history, {**counts, "train_with_answer": with_answer}, scoring
 
 
 class ValidationAnswers(keras.callbacks.Callback):

@@ -45,6 +45,11 @@ class LanguageModelServing(tf.Module):
                                                                tf.constant(0), tf.constant(1.0), tf.constant(-1)),
                                  input_signature=[tf.TensorSpec([None], tf.string, name="prompt")])
         self.score = tf.function(self._score, input_signature=[tf.TensorSpec.from_spec(strings, name="text")])
+        # Every signature tokenizes through this one function: keras-hub's BPE graph costs seconds to trace, and a
+        # function with a fixed signature is traced once for all of them (and for the SavedModel's own retracing).
+        self.tokens_after_start = tf.function(self._with_start, input_signature=[strings])
+        self.text_of = tf.function(self.tokenizer.detokenize,
+                                   input_signature=[tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)])
 
     # === Generation ===
 
@@ -60,7 +65,7 @@ class LanguageModelServing(tf.Module):
             tf.debugging.assert_less_equal(top_k, vocabulary, message="top_k is larger than the vocabulary"),
         ]
         with tf.control_dependencies(checks):
-            ids = self._with_start(prompt)
+            ids = self.tokens_after_start(prompt)
         lengths = tf.cast(ids.row_lengths(), tf.int32)
         tf.debugging.assert_less(tf.reduce_max(lengths), self.sequence_length, message=(
             f"the prompt is longer than the model's context of {self.sequence_length} tokens; shorten it"))
@@ -115,14 +120,14 @@ class LanguageModelServing(tf.Module):
         ended = tf.math.cumsum(tf.cast(after & tf.equal(token_ids, self.end_of_text), tf.int32), axis=1) > 0
         keep = after & ~ended
         kept = tf.ragged.boolean_mask(token_ids, keep)
-        return self.tokenizer.detokenize(kept)
+        return self.text_of(kept)
 
     # === Scoring ===
 
     def _score(self, text):
         """ln p(text) under the model, its tokens read after the end-of-text token; texts longer than the context
         are read in consecutive windows of `sequence_length` tokens (each window starts afresh)."""
-        ids = self._with_start(text)
+        ids = self.tokens_after_start(text)
         inputs, targets = ids[:, :-1], ids[:, 1:]
         lengths = tf.cast(targets.row_lengths(), tf.int32)
         window = self.sequence_length
