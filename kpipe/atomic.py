@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from kpipe.errors import KpipeError
+
 
 def write_atomically(path: Path, write: Callable[[Path], None]) -> Path:
     """`write(partial)` fills a partial file beside `path`; it is fsynced and renamed to `path`. Two writers at once
@@ -26,7 +28,7 @@ def write_atomically(path: Path, write: Callable[[Path], None]) -> Path:
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    _fsync_folder(path.parent)
+    fsync_folder(path.parent)
     return path
 
 
@@ -34,7 +36,21 @@ def write_text_atomically(path: Path, text: str) -> Path:
     return write_atomically(path, lambda partial: partial.write_text(text, encoding="utf-8"))
 
 
-def _fsync_folder(folder: Path) -> None:
+def publish_folder(tmp: Path, target: Path) -> Path:
+    """Rename the finished folder `tmp` to `target`, which must not exist (nothing is ever replaced), and flush
+    the rename. When another writer published `target` first (two `kpipe export`s of one version at once), one line
+    says so (KpipeError), and `tmp` is the caller's to remove."""
+    try:
+        tmp.rename(target)
+    except OSError:
+        if not target.exists():
+            raise
+        raise KpipeError(f"{target} was written meanwhile by another process; nothing was replaced") from None
+    fsync_folder(target.parent)
+    return target
+
+
+def fsync_folder(folder: Path) -> None:
     """The rename itself reaches the disk (POSIX; a no-op where folders cannot be opened)."""
     try:
         descriptor = os.open(folder, os.O_RDONLY)

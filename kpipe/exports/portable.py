@@ -28,13 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
+from kpipe.atomic import publish_folder
 from kpipe.errors import KpipeError
 from kpipe.exports import manifest
 from kpipe.exports.onnx_recurrent import recurrent_onnx
 from kpipe.portable.runtime import PREPROCESSING_FILE
 from kpipe.portable.generator import GENERATOR_FILE
 from kpipe.tasks.registry import TASKS
-from kpipe.exports.versions import tmp_name, fsync_dir, fsync_tree, resolve_model_dir
+from kpipe.exports.versions import tmp_name, fsync_tree, resolve_model_dir
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +118,7 @@ def write_portable(plan: PortablePlan) -> Path:
              "network_files": network_files, "portable_kpipe_version": manifest.kpipe_version()},
             indent=2, sort_keys=True) + "\n", encoding="utf-8")
         fsync_tree(tmp)
-        tmp.rename(target)
-        fsync_dir(target.parent)
+        publish_folder(tmp, target)  # a second `kpipe export` of this version at once: one line, not a traceback
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

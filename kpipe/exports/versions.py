@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from kpipe.atomic import alive, writer_host
+from kpipe.atomic import alive, fsync_folder, writer_host
 from kpipe.errors import ModelNotFoundError
 
 log = logging.getLogger(__name__)
@@ -95,17 +95,7 @@ def fsync_tree(folder: Path) -> None:
         fsync_dir(path)
 
 
-def fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # some file systems refuse to sync a folder
-        pass
-    finally:
-        os.close(fd)
+fsync_dir = fsync_folder  # one flush of a folder's entries, kpipe.atomic's
 
 
 def write_version(root: Path, write: Callable[[Path], None], *, chief: bool = True) -> Path:

@@ -55,18 +55,29 @@ def read(path: str | Path) -> tuple[list[str], np.ndarray] | None:
 
 
 def write(path: str | Path, words: list[str], matrix: np.ndarray) -> None:
-    """Keep a copy of parsed vectors for the next load of `path` (best effort)."""
+    """Keep a copy of parsed vectors for the next load of `path` (best effort). The files are flushed before the
+    folder is renamed into place (a power cut leaves a whole entry or none, never one that fails every later
+    load), and partial folders of writers that were killed are removed first (each partial names its writer)."""
     if any("\n" in word for word in words):
         return  # the words file is one word per line
+    from kpipe.atomic import remove_abandoned, writer_tag
+    from kpipe.exports.versions import fsync_dir, fsync_tree
+
+    partial = None
     try:
         entry = entry_for(path)
-        partial = entry.with_name(f"{entry.name}.partial-{os.getpid()}")
+        remove_abandoned(entry.parent, "*.partial-*", lambda name: name.rpartition(".partial-")[2])
+        partial = entry.with_name(f"{entry.name}.partial-{writer_tag()}")
         partial.mkdir(parents=True, exist_ok=True)
         (partial / WORDS_FILE).write_text("\n".join(words), encoding="utf-8")
         np.save(partial / MATRIX_FILE, np.ascontiguousarray(matrix, dtype=np.float32))
+        fsync_tree(partial)
         try:
             os.replace(partial, entry)
         except OSError:  # another run cached it first
             shutil.rmtree(partial, ignore_errors=True)
+        fsync_dir(entry.parent)
     except OSError as error:
+        if partial is not None:
+            shutil.rmtree(partial, ignore_errors=True)  # e.g. a full disk: no half-written copy left behind
         log.debug("word-vector cache not written for %s: %s", path, error)

@@ -67,16 +67,17 @@ class LanguageModelServing(tf.Module):
         with tf.control_dependencies(checks):
             ids = self.tokens_after_start(prompt)
         lengths = tf.cast(ids.row_lengths(), tf.int32)
-        tf.debugging.assert_less(tf.reduce_max(lengths), self.sequence_length, message=(
+        prompt_fits = tf.debugging.assert_less(tf.reduce_max(lengths), self.sequence_length, message=(
             f"the prompt is longer than the model's context of {self.sequence_length} tokens; shorten it"))
         max_new_tokens = tf.where(max_new_tokens < 0,  # serving_default: as many as fit, DEFAULT_NEW_TOKENS at most
                                   tf.minimum(DEFAULT_NEW_TOKENS, self.sequence_length - tf.reduce_max(lengths)),
                                   max_new_tokens)
         total = tf.reduce_max(lengths) + max_new_tokens
-        tf.debugging.assert_less_equal(total, self.sequence_length, message=(
+        output_fits = tf.debugging.assert_less_equal(total, self.sequence_length, message=(
             f"the prompt's tokens plus max_new_tokens exceed the model's context of {self.sequence_length} tokens"))
         # Padding must not be the stop token: keras-hub's samplers stop when every row holds one outside its prompt.
-        token_ids = padded(ids, total, value=self.end_of_text + 1)
+        with tf.control_dependencies([prompt_fits, output_fits]):  # the model reads nothing past its positions
+            token_ids = padded(ids, total, value=self.end_of_text + 1)
         padding_mask = tf.sequence_mask(lengths, total)
         cache = self._empty_cache(token_ids)
         _, _, cache = self.model.call_with_cache(token_ids, cache, 0)

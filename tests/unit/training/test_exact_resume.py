@@ -1,6 +1,8 @@
 """A run interrupted after any finished epoch and rerun ends exactly as the uninterrupted run:
 same weights, same per-epoch history, with early stopping, dropout and shuffled data in play."""
 
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
@@ -144,3 +146,18 @@ def test_steps_per_epoch_bounds_each_epoch_to_that_many_batches(tmp_path):
                              validation_data=data, config=config, work_dir=tmp_path, strategy=make_strategy("default"),
                              extra_callbacks=[Batches()])
     assert seen == [[0, 1, 2, 3]] * 3 and len(history) == 3
+
+
+def test_each_checkpoints_name_is_flushed_before_the_older_checkpoint_is_deleted(tmp_path, monkeypatch):
+    """Else a power cut between the delete and the rename reaching the disk could leave no checkpoint at all."""
+    from kpipe.training import resume
+
+    events = []
+    monkeypatch.setattr(resume, "fsync_dir", lambda folder: events.append(("flush", Path(folder).name)))
+    delete = resume.shutil.rmtree
+    monkeypatch.setattr(resume.shutil, "rmtree", lambda path, **kw: (
+        Path(path).exists() and events.append(("delete", Path(path).name)), delete(path, **kw)))
+    train(tmp_path, epochs=2)
+    deleted = [i for i, (kind, name) in enumerate(events) if kind == "delete" and name == "epoch-0001"]
+    flushed = [i for i, (kind, name) in enumerate(events) if kind == "flush" and name == "checkpoints"]
+    assert deleted and flushed and flushed[0] < deleted[0], events

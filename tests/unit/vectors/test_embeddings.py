@@ -1,4 +1,5 @@
 import gzip
+import os
 import zipfile
 
 import numpy as np
@@ -177,3 +178,29 @@ def test_an_unwritable_cache_only_costs_the_parse(tmp_path, monkeypatch):
     path.write_text("the 0.5 -1.25\n")
     for _ in range(2):
         assert load_word_vectors(str(path)).vector("the").tolist() == [0.5, -1.25]
+
+
+def test_the_cache_removes_partials_of_killed_writers_and_leaves_none_of_its_own(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from kpipe.atomic import writer_host
+    from kpipe.vectors import cache
+
+    monkeypatch.setenv("KPIPE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "vectors.txt"
+    path.write_text("the 0.5 -1.25\n")
+    entry = cache.entry_for(path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    killed = entry.with_name(f"{entry.name}.partial-{writer_host()}-{dead.stdout.strip()}")
+    live = entry.with_name(f"{entry.name}.partial-{writer_host()}-{os.getppid()}")  # a writer still running
+    for folder in (killed, live):
+        folder.mkdir(parents=True)
+        (folder / cache.WORDS_FILE).write_text("the")
+    monkeypatch.setattr(cache.np, "save", lambda *args: (_ for _ in ()).throw(OSError("No space left on device")))
+    cache.write(path, ["the"], np.ones((1, 2)))  # best effort: the full disk is logged, not raised
+    assert sorted(p.name for p in entry.parent.iterdir()) == [live.name]
+    monkeypatch.undo()
+    monkeypatch.setenv("KPIPE_CACHE_DIR", str(tmp_path / "cache"))
+    cache.write(path, ["the"], np.ones((1, 2)))
+    assert sorted(p.name for p in entry.parent.iterdir()) == sorted([live.name, entry.name])
