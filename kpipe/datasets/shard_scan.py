@@ -94,6 +94,7 @@ class ShardScan:
         return [self.stamp]
 
 
+SCAN_UNUSED_DAYS = 7  # a scan no run has used for this long is removed by the next scan of the same cache
 SCAN_FILE = "scan.json"
 SCAN_FORMAT = 1  # bump when the record layout changes: older caches are then ignored
 
@@ -136,6 +137,8 @@ def scan_shards(config: TextClassificationDataConfig, cache_dir: Path) -> ShardS
         scan = ShardScan.from_json(json.loads((folder / SCAN_FILE).read_text(encoding="utf-8")))
         log.info("Shards scanned before: %d rows' splits, counts and fitting sample from the cache %s",
                  sum(scan.counts.values()), folder)
+        os.utime(folder / SCAN_FILE)  # used now: eviction counts from a scan's last use
+        evict_unused_scans(Path(cache_dir), keep=folder)
         return scan
     # scans killed before they finished (kill -9: their `finally` never ran) leave whole copies of the data behind
     for left in remove_abandoned(Path(cache_dir), "shards-*.partial",
@@ -154,7 +157,31 @@ def scan_shards(config: TextClassificationDataConfig, cache_dir: Path) -> ShardS
             pass
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+    evict_unused_scans(Path(cache_dir), keep=folder)
     return scan
+
+
+def evict_unused_scans(cache_dir: Path, keep: Path, max_age_s: float = SCAN_UNUSED_DAYS * 86400) -> list[Path]:
+    """Remove the finished scans in `cache_dir` that no run has used for `max_age_s` (a scan is a whole copy of the
+    data: every change of shards or settings writes a new one), never `keep`, the one this run uses. A scan is
+    marked used each time a run reuses it, so one still in use by a long run elsewhere is kept."""
+    import shutil
+    import time
+
+    removed = []
+    for folder in sorted(cache_dir.glob("shards-*")):
+        marker = folder / SCAN_FILE
+        if folder == keep or folder.name.endswith(".partial") or not marker.is_file():
+            continue
+        try:
+            unused = time.time() - marker.stat().st_mtime > max_age_s
+        except OSError:
+            continue
+        if unused:
+            shutil.rmtree(folder, ignore_errors=True)
+            log.info("Removed %s: a scan of shards no run has used for %d days", folder, SCAN_UNUSED_DAYS)
+            removed.append(folder)
+    return removed
 
 
 def _scan(config: TextClassificationDataConfig, paths: list[Path], partial: Path, folder: Path) -> ShardScan:

@@ -194,6 +194,29 @@ def test_a_scan_removes_the_partial_copies_of_scans_that_were_killed_and_keeps_r
         running.kill()
 
 
+def test_a_scan_removes_scans_no_run_used_for_a_week_and_a_reused_scan_counts_as_used(frame, tmp_path):
+    """Every change of shards or settings writes a new whole copy of the data (reliability finding 9): scans unused
+    for SCAN_UNUSED_DAYS go, recent ones stay (another config may train on them now)."""
+    import os
+    import time
+
+    from kpipe.datasets.shard_scan import SCAN_FILE, SCAN_UNUSED_DAYS
+
+    cache, week = tmp_path / "cache", SCAN_UNUSED_DAYS * 86400
+    old, recent = cache / "shards-00000000000000aa", cache / "shards-00000000000000bb"
+    for folder, age in ((old, week + 3600), (recent, week - 3600)):
+        (folder / "train").mkdir(parents=True)
+        (folder / SCAN_FILE).write_text("{}")
+        os.utime(folder / SCAN_FILE, (time.time() - age, time.time() - age))
+    shards = write_shards(tmp_path / "s", frame, 2)
+    load_streamed_text(config(shards), cache)
+    assert not old.exists() and recent.exists()
+    (current,) = [f for f in cache.glob("shards-*") if f not in (old, recent)]
+    os.utime(current / SCAN_FILE, (time.time() - week - 3600,) * 2)
+    load_streamed_text(config(shards), cache)  # reused: marked used, so not removed
+    assert current.exists() and time.time() - (current / SCAN_FILE).stat().st_mtime < 60
+
+
 def test_shards_with_different_columns_are_named(frame, tmp_path):
     folder = write_shards(tmp_path / "s", frame, 2)
     frame.rename(columns={"id": "key"}).iloc[:10].to_parquet(folder / "part-999.parquet")
