@@ -182,6 +182,9 @@ def check_recurrent_member(model: RNNClassifierConfig, epochs: int, prefix: str 
 
 
 def check_embed_config(config: "PipelineConfig") -> None:
+    if config.data.source == "shards":  # its linear probe and report hold the texts in memory
+        raise ConfigError("the embed task reads its texts in memory; sharded data (a glob or a folder of shards) is "
+                          "for classifiers: give one file with --data, or a data.limit'ed copy of the shards")
     check_preset(config.model.preset, config.preprocessing.sequence_length)
 
 

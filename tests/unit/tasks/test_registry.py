@@ -84,6 +84,8 @@ def test_the_tuning_metric_follows_the_data_and_the_monitor():
     ("names-countries-ensemble", ['model.ngrams.weighting="nb"', "model.ngrams.hidden_units=4"],
      "model.ngrams.weighting='nb' with several labels"),
     ("sentiment-bigrams", ['training.early_stopping_monitor="val_bleu"'], "is logged by translate pipelines only"),
+    ("minilm-embeddings", ['data.source="shards"', 'data.path="shards/*.parquet"'],  # reliability finding 9
+     "the embed task reads its texts in memory; sharded data"),
 ])
 def test_rules_the_config_alone_decides_are_reported_when_it_is_read(pipeline, overrides, message):
     with pytest.raises(ConfigError) as raised:
