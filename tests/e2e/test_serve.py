@@ -210,7 +210,25 @@ def test_work_per_request_is_bounded_and_slow_clients_are_cut_off(trained):
             except OSError:
                 pass
         threading.Thread(target=flood, daemon=True).start()
-        time.sleep(4)  # the server's send buffer fills, its writes pause, the 1 s timer runs out
+        # The buffers between us fill, the server's writes pause, its 1 s timer runs out. Waited for, not slept for
+        # (a loaded machine fills them later): the answers waiting unread here (FIONREAD; reading nothing) must stop
+        # growing for 4 s, well past the server's pause and its timer.
+        import array
+        import fcntl
+        import termios
+
+        def unread() -> int:
+            count = array.array("i", [0])
+            fcntl.ioctl(reader, termios.FIONREAD, count)
+            return count[0]
+
+        last, stable_since, deadline = -1, time.monotonic(), time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if unread() != last:
+                last, stable_since = unread(), time.monotonic()
+            elif last > 0 and time.monotonic() - stable_since > 4:
+                break
+            time.sleep(0.1)
         reader.settimeout(2)
         received, dropped, deadline = 0, False, time.monotonic() + 20
         while time.monotonic() < deadline:
