@@ -11,7 +11,8 @@ the same for every row, so the rows compare the features, not a tuned head.
 MiniLM is uncased and has 6 layers of 384: "sum_all" sums its 6 layers, and its absolute figures are not BERT-base's.
 
 Usage: python benchmarks/ner_features.py --data conll2003-train.txt --dev conll2003-dev.txt \
-           --preset /path/to/all-MiniLM-L6-v2 [--epochs 3] [--learning-rate 0.001] [--features last ...]
+           --preset /path/to/all-MiniLM-L6-v2 [--epochs 3] [--learning-rate 0.001] [--features last ...] \
+           [--set preprocessing.sequence_length=64 ...]
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--learning-rate", type=float, default=0.001)
     parser.add_argument("--features", nargs="*", default=list(NOTES), choices=list(NOTES))
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more overrides, every row")
     args = parser.parse_args()
     rows = []
     for features in args.features:
@@ -42,7 +44,7 @@ def main() -> None:
             f'data.path="{args.data}"', f'data.test_path="{args.dev}"', f'model.preset="{args.preset}"',
             'model.backbone_training="frozen"', 'model.head="bilstm"', f'model.features="{features}"',
             f"training.epochs={args.epochs}", f"training.learning_rate={args.learning_rate}",
-            "evaluation.baseline=false"])
+            "evaluation.baseline=false", *args.set])
         metrics = run_pipeline(config).metrics
         rows.append((features, metrics["entity_f1"] * 100, metrics["history"][-1].get("val_entity_f1", float("nan")),
                      sum(metrics["epoch_seconds"])))
