@@ -80,9 +80,10 @@ def _no_sharing_of_copies():
     saved model is one object again. But `Bidirectional.__init__` serializes its layer (twice) to copy it, and
     inside the scope that records the layer's id, and the backward copy under it; the layer is then freed, and a
     later object given the same id (the next LSTM of the same load, e.g. rnn_tagger's word BiLSTM after the
-    character BiLSTM its custom layer builds) is "found" to be that backward copy, and the load fails ("Forward layer and backward layer should
-    have different `go_backwards` value"), depending on where CPython reuses memory. Sharing read from the saved
-    file needs only the deserializing half, so the recording of copies is switched off while loading."""
+    character BiLSTM its custom layer builds) is "found" to be that backward copy, and the load fails ("Forward
+    layer and backward layer should have different `go_backwards` value"), depending on where CPython reuses
+    memory. Sharing read from the saved file needs only the deserializing half, so the recording of copies is
+    switched off while loading."""
     from keras.src.saving import serialization_lib
 
     with _SHARING_LOCK:
