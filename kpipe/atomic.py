@@ -64,6 +64,25 @@ def fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
+def fsync_tree(folder: Path) -> None:
+    """Flush every file and folder under `folder` to the disk, so that a power cut after the rename that
+    publishes it cannot leave a published version with empty or missing files."""
+    folders = [folder]
+    for path in folder.rglob("*"):
+        if path.is_symlink():
+            continue
+        if path.is_dir():
+            folders.append(path)
+        elif path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    for path in folders:
+        fsync_folder(path)
+
+
 # === Partial files and folders of writers that were killed ===
 # A partial names its writer (`HOST~PIDNS-PID`), so a later run can tell one whose writer is gone from one being
 # written now. A PID means that process only within its PID namespace: two containers sharing a volume (and, with

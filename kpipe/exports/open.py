@@ -74,6 +74,9 @@ def load_keras_model_file(path: Path, name: str = "model.keras"):
         return keras.saving.load_model(path / name, compile=False)
 
 
+_SHARING_LOCK = threading.Lock()  # one load at a time swaps Keras' recorder
+
+
 @contextlib.contextmanager
 def _no_sharing_of_copies():
     """Keras loads inside a scope that maps `id(object)` to objects it has seen, so that a layer shared in the
@@ -94,8 +97,6 @@ def _no_sharing_of_copies():
         finally:
             serialization_lib.record_object_after_serialization = recording
 
-
-_SHARING_LOCK = threading.Lock()
 
 
 LOADERS: dict[str, Callable[[Path], Any]] = {"saved_model": _load_saved_model, "keras": load_keras_model_file,

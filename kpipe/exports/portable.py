@@ -28,14 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
-from kpipe.atomic import publish_folder
+from kpipe.atomic import fsync_tree, publish_folder
 from kpipe.errors import KpipeError
 from kpipe.exports import manifest
 from kpipe.exports.onnx_recurrent import recurrent_onnx
 from kpipe.portable.runtime import PREPROCESSING_FILE
 from kpipe.portable.generator import GENERATOR_FILE
 from kpipe.tasks.registry import TASKS
-from kpipe.exports.versions import tmp_name, fsync_tree, resolve_model_dir
+from kpipe.exports.versions import tmp_name, resolve_model_dir
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from kpipe.atomic import alive, fsync_folder, writer_host
+from kpipe.atomic import alive, fsync_folder, fsync_tree, writer_host
 from kpipe.errors import ModelNotFoundError
 
 log = logging.getLogger(__name__)
@@ -76,28 +76,6 @@ def remove_stale_tmp(root: Path, max_age_s: float = 7 * 24 * 3600) -> list[Path]
     return removed
 
 
-def fsync_tree(folder: Path) -> None:
-    """Flush every file and folder under `folder` to the disk, so that a power cut after the rename that
-    publishes it cannot leave a published version with empty or missing files."""
-    folders = [folder]
-    for path in folder.rglob("*"):
-        if path.is_symlink():
-            continue
-        if path.is_dir():
-            folders.append(path)
-        elif path.is_file():
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    for path in folders:
-        fsync_dir(path)
-
-
-fsync_dir = fsync_folder  # one flush of a folder's entries, kpipe.atomic's
-
-
 def write_version(root: Path, write: Callable[[Path], None], *, chief: bool = True) -> Path:
     """Run `write(tmp_dir)`, flush it to disk, then move `tmp_dir` to `root/<next version>` in one rename.
 
@@ -134,7 +112,7 @@ def write_version(root: Path, write: Callable[[Path], None], *, chief: bool = Tr
                     raise
         else:
             raise OSError(f"could not find a free version number under {root}")
-        fsync_dir(root)
+        fsync_folder(root)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

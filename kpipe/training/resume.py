@@ -20,7 +20,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from kpipe.exports.versions import fsync_dir, fsync_tree
+from kpipe.atomic import fsync_folder, fsync_tree
 from kpipe.training import keras_private
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ class EpochCheckpoint(keras.callbacks.Callback):
         target = self.directory / f"epoch-{epoch + 1:04d}"
         shutil.rmtree(target, ignore_errors=True)  # a stale one from a run that died before renaming over it
         os.replace(partial, target)
-        fsync_dir(self.directory)  # the new checkpoint's name is on disk before the older one is deleted
+        fsync_folder(self.directory)  # the new checkpoint's name is on disk before the older one is deleted
         for older in checkpoints(self.directory)[:-1]:
             shutil.rmtree(older, ignore_errors=True)
 

@@ -60,8 +60,7 @@ def write(path: str | Path, words: list[str], matrix: np.ndarray) -> None:
     load), and partial folders of writers that were killed are removed first (each partial names its writer)."""
     if any("\n" in word for word in words):
         return  # the words file is one word per line
-    from kpipe.atomic import remove_abandoned, writer_tag
-    from kpipe.exports.versions import fsync_dir, fsync_tree
+    from kpipe.atomic import fsync_folder, fsync_tree, remove_abandoned, writer_tag
 
     partial = None
     try:
@@ -76,7 +75,7 @@ def write(path: str | Path, words: list[str], matrix: np.ndarray) -> None:
             os.replace(partial, entry)
         except OSError:  # another run cached it first
             shutil.rmtree(partial, ignore_errors=True)
-        fsync_dir(entry.parent)
+        fsync_folder(entry.parent)
     except OSError as error:
         if partial is not None:
             shutil.rmtree(partial, ignore_errors=True)  # e.g. a full disk: no half-written copy left behind

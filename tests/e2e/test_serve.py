@@ -224,8 +224,9 @@ def test_work_per_request_is_bounded_and_slow_clients_are_cut_off(trained):
 
         last, stable_since, deadline = -1, time.monotonic(), time.monotonic() + 60
         while time.monotonic() < deadline:
-            if unread() != last:
-                last, stable_since = unread(), time.monotonic()
+            now = unread()
+            if now != last:
+                last, stable_since = now, time.monotonic()
             elif last > 0 and time.monotonic() - stable_since > 4:
                 break
             time.sleep(0.1)

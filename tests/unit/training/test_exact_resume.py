@@ -153,7 +153,7 @@ def test_each_checkpoints_name_is_flushed_before_the_older_checkpoint_is_deleted
     from kpipe.training import resume
 
     events = []
-    monkeypatch.setattr(resume, "fsync_dir", lambda folder: events.append(("flush", Path(folder).name)))
+    monkeypatch.setattr(resume, "fsync_folder", lambda folder: events.append(("flush", Path(folder).name)))
     delete = resume.shutil.rmtree
     monkeypatch.setattr(resume.shutil, "rmtree", lambda path, **kw: (
         Path(path).exists() and events.append(("delete", Path(path).name)), delete(path, **kw)))
