@@ -4,12 +4,19 @@ Well-behaved clients (4 threads, each with its own keep-alive connection, one tw
 measured alone and while, in turn:
   (a) slow clients hold connections: 150 sockets trickling request headers a byte at a time (and
       reconnecting when the server cuts them off), plus 10 that send headers and then a trickling body;
-  (b) clients send maximum-size bodies (just under --max-request-mb): 60 KB texts as many as fit, and one
-      2 MiB text (refused: over --max-text-kb);
+  (b) clients send maximum-size bodies (just under --max-request-mb, 16 MiB by default): 60 KB texts as many
+      as fit, and one 2 MiB text (refused: over --max-text-kb);
   (c) clients ask for huge row counts: 50,000 rows in one body (413 by --max-rows-per-request) and
       4 x --max-batch-size rows (answered in chunks that interleave with everyone else's);
   (d) a new version is published every 2 s (copied and renamed in, as `kpipe run` does);
-  (e) a broken version is published (a corrupt saved_model.pb), then a good one after it.
+  (e) a broken version is published (a corrupt saved_model.pb), then a good one after it;
+  (f) 200 clients pipeline requests and never read the answers (dropped after --write-timeout-s);
+  (g) endless URLs and headers: 4 connections sending a request line, and 4 a header, that never ends
+      (431 past 64 KiB, then they come back);
+  (h) 16 MiB bodies in parallel, 8 clients at once (past --max-bodies-mb: 503 and Retry-After): half of them
+      two million short strings each (the costliest parse, refused with 413 after it), half 1,024 texts of 16 KB;
+  (i) a LiteRT export of the same model served beside it, asked by 8 clients at once for different texts,
+      each answer checked against that text's answer asked alone (the abusers count wrong answers).
 For each: the good clients' requests, failures, p50/p99 latency and p99 against p99 alone (measured
 in the same run, before and after the abuse phases; the ratio uses the worse of the two), and the
 server's peak RSS. The abuse phases run in one order in odd repeats and the reverse in even ones;
@@ -18,7 +25,7 @@ clients in this one. Loopback only; every loop is bounded in time and stops by i
 
 Usage (from the repository root):
     python benchmarks/serve_abuse.py                       # trains a small sentiment-bigrams first (~1 min)
-    python benchmarks/serve_abuse.py --model saved_models/sentiment-bilstm/1 --seconds 15 --repeats 2
+    python benchmarks/serve_abuse.py --model saved_models/sentiment-bigrams/1 --seconds 15 --repeats 2
 """
 
 from __future__ import annotations
@@ -41,9 +48,10 @@ from pathlib import Path
 from serve_load import Server, load  # run as `python benchmarks/serve_abuse.py`: a sibling
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-MAX_REQUEST_MB, MAX_BATCH = 4, 256
+MAX_REQUEST_MB, MAX_BATCH = 16, 256  # the server's defaults
 SERVE_OPTIONS = ["--max-request-mb", str(MAX_REQUEST_MB), "--max-batch-size", str(MAX_BATCH), "--header-timeout-s",
-                 "5", "--body-timeout-s", "10", "--poll-seconds", "0.5", "--limit-concurrency", "512"]
+                 "5", "--body-timeout-s", "10", "--write-timeout-s", "5", "--poll-seconds", "0.5",
+                 "--limit-concurrency", "512"]
 TEXTS = ["@united thank you, the crew was great", "3 hours on the tarmac again", "ok flight I guess",
          "lost my bag, again", "the new seats are lovely", "why is every flight delayed"]
 
@@ -150,29 +158,145 @@ def broken_version(folder: Path, source: Path, stop: threading.Event):
         publish_copy(folder, source)  # and a good one after it: served again
 
 
+def never_read(port: int, stop: threading.Event, count: int = 200):
+    """Clients that pipeline requests as fast as the socket takes them and never read an answer."""
+    request = (b"POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: 22\r\n\r\n" + b'{"instances": ["ok!"]}')
+    sockets: dict[int, socket.socket] = {}
+
+    def connect(i):
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.setblocking(False)
+            sockets[i] = s
+        except OSError:
+            sockets.pop(i, None)
+
+    for i in range(count):
+        connect(i)
+    while not stop.wait(0.1):
+        for i in range(count):
+            if i not in sockets:
+                connect(i)
+                continue
+            try:
+                sockets[i].send(request * 8)
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:  # dropped by the server: come back
+                sockets.pop(i).close()
+    for s in sockets.values():
+        s.close()
+
+
+def endless_heads(port: int, stop: threading.Event, each: int = 4):
+    """Connections whose request line (an endless URL) or one header never ends; back when cut off."""
+    starts = [b"GET /v1/models/" , b"POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\nX-Endless: "]
+
+    def loop(start: bytes):
+        chunk = b"a" * 65536
+        while not stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    s.sendall(start)
+                    while not stop.is_set():
+                        s.sendall(chunk)
+            except OSError:  # 431 and closed: come back
+                stop.wait(0.05)
+
+    workers = [threading.Thread(target=loop, args=(start,)) for start in starts for _ in range(each)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def parallel_max_bodies(port: int, stop: threading.Event, clients: int = 8):
+    """8 clients posting bodies just under --max-request-mb at once: short strings (the costliest parse; 413 for
+    their rows) and 1,024 texts of 16 KB (answered)."""
+    limit = MAX_REQUEST_MB * 2**20 - 1000
+    short = json.dumps({"instances": ["ok"] * (limit // 6)}).encode()
+    text = "delayed again, thanks a lot " * (16_000 // 28)
+    long = json.dumps({"instances": [text] * min(4 * MAX_BATCH, limit // (len(text) + 4))}).encode()
+    workers = [threading.Thread(target=post_loop, args=(port, stop, short if k % 2 else long))
+               for k in range(clients)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def litert_clients(port: int, stop: threading.Event, notes, clients: int = 8):
+    """8 clients asking the LiteRT export at once, each answer compared with the answer to that text alone."""
+    texts = [f"{word} flight number {k}" for k, word in enumerate(("great", "awful", "late", "fine") * 8)]
+
+    def ask(connection, text):
+        connection.request("POST", "/v1/models/lite:predict", json.dumps({"instances": [text]}),
+                           {"Content-Type": "application/json"})
+        reply = connection.getresponse()
+        return reply.status, reply.read()
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    expected = {text: ask(connection, text)[1] for text in texts}  # one at a time
+    connection.close()
+    wrong, answered = [0] * clients, [0] * clients
+
+    def client(k):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        i = k
+        while not stop.is_set():
+            text = texts[i % len(texts)]
+            i += clients
+            try:
+                status, body = ask(connection, text)
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                continue
+            answered[k] += 1
+            wrong[k] += status != 200 or body != expected[text]
+        connection.close()
+
+    workers = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    notes.put(f"LiteRT: {sum(wrong)} wrong answers of {sum(answered)}")
+
+
 ABUSES = {
     "(a) slow clients hold connections": lambda port, folder, source, stop: slow_clients(port, stop),
     "(b) maximum-size bodies": lambda port, folder, source, stop: big_bodies(port, stop),
     "(c) huge row counts": lambda port, folder, source, stop: huge_counts(port, stop),
     "(d) a new version every 2 s": lambda port, folder, source, stop: new_versions(folder, source, stop),
     "(e) a broken version published": lambda port, folder, source, stop: broken_version(folder, source, stop),
+    "(f) clients that never read": lambda port, folder, source, stop: never_read(port, stop),
+    "(g) endless URLs and headers": lambda port, folder, source, stop: endless_heads(port, stop),
+    "(h) 16 MiB bodies, 8 at once": lambda port, folder, source, stop: parallel_max_bodies(port, stop),
+    "(i) LiteRT export, 8 clients at once": lambda port, folder, source, stop, notes: litert_clients(port, stop,
+                                                                                                   notes),
 }
 
 
-def abuse_process(name: str, port: int, folder, source, stop) -> None:
-    ABUSES[name](port, folder, source, stop)
+def abuse_process(name: str, port: int, folder, source, stop, notes) -> None:
+    abuse = ABUSES[name]
+    if abuse.__code__.co_argcount == 5:  # it reports what it saw
+        abuse(port, folder, source, stop, notes)
+    else:
+        abuse(port, folder, source, stop)
 
 
 def phase(server: Server, seconds: float, abuse: str | None = None, folder=None, source=None):
     """The good clients for `seconds`, alone or while the abuse named `abuse` runs. The abusers run in a process
     of their own, as other clients would: their Python work (building, sending and reading big bodies) must not
     hold the good clients' interpreter lock and count as the server's latency."""
-    stop, abuse_stop, peak = threading.Event(), multiprocessing.get_context("fork").Event(), [
-        rss_mib(server.process.pid)]
+    context = multiprocessing.get_context("fork")
+    stop, abuse_stop, notes, peak = threading.Event(), context.Event(), context.Queue(), [rss_mib(server.process.pid)]
     abuser = None
     if abuse is not None:
-        abuser = multiprocessing.get_context("fork").Process(
-            target=abuse_process, args=(abuse, server.port, folder, source, abuse_stop))
+        abuser = context.Process(target=abuse_process, args=(abuse, server.port, folder, source, abuse_stop, notes))
         abuser.start()
 
     def watch():
@@ -188,7 +312,8 @@ def phase(server: Server, seconds: float, abuse: str | None = None, folder=None,
     watcher.join(timeout=120)
     if abuser is not None:
         abuser.join(timeout=120)
-    return latencies, failures, peak[0]
+    note = notes.get(timeout=5) if abuser is not None and not notes.empty() else ""
+    return latencies, failures, peak[0], note
 
 
 def quantile(values, q):
@@ -202,22 +327,34 @@ def train_small_model(folder: Path) -> Path:
     return folder / "sentiment-bigrams" / "1"
 
 
+def litert_export(version: Path) -> Path:
+    """The LiteRT export of `version` (`kpipe export --format litert`), written beside it once."""
+    folder = version.with_name(f"{version.name}-litert")
+    if not folder.is_dir():
+        subprocess.run([sys.executable, "-m", "kpipe", "export", str(version), "--format", "litert"], check=True,
+                       stdout=subprocess.DEVNULL)
+    return folder
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a version folder to serve (default: train a small sentiment-bigrams)")
     parser.add_argument("--seconds", type=float, default=10, help="good clients' time per phase")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--only", default="abcde", help="the abuse phases to run, by letter (default: abcde)")
+    parser.add_argument("--only", default="abcdefghi",
+                        help="the abuse phases to run, by letter (default: abcdefghi)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="kpipe-serve-abuse-"))
     try:
         source = Path(args.model) if args.model else train_small_model(work / "trained")
-        rows = []
+        lite = litert_export(source) if "i" in args.only else None
+        rows, notes = [], []
         for repeat in range(args.repeats):
             folder = work / f"served-{repeat}"
             folder.mkdir()
             shutil.copytree(source, folder / "1")
-            server = Server(str(folder), SERVE_OPTIONS, export_dir=str(folder.parent))
+            server = Server(str(folder), SERVE_OPTIONS, export_dir=str(folder.parent),
+                            others=(f"lite={lite}",) if lite else ())
             try:
                 names = [name for name in ABUSES if name[1] in args.only]
                 names = names if repeat % 2 == 0 else names[::-1]
@@ -225,12 +362,15 @@ def main():
                 results = {name: phase(server, args.seconds, name, folder, source) for name in names}
                 alone.append(phase(server, args.seconds))
                 reference = max(quantile(a[0], 99) for a in alone)
-                for name, (latencies, failures, peak) in [("alone, before", alone[0]), *results.items(),
-                                                          ("alone, after", alone[1])]:
+                for name, (latencies, failures, peak, note) in [("alone, before", alone[0]), *results.items(),
+                                                                ("alone, after", alone[1])]:
+                    if note:
+                        notes.append(f"repeat {repeat + 1}, {name}: {note}")
                     p99 = quantile(latencies, 99)
                     rows.append((repeat + 1, name, len(latencies), failures, 1000 * quantile(latencies, 50),
                                  1000 * p99, p99 / reference, peak))
-                served = json.loads(_get(server.port, "/v1/models"))["models"][0]["version"]
+                served = next(m["version"] for m in json.loads(_get(server.port, "/v1/models"))["models"]
+                              if m["name"] == "m")
                 print(f"repeat {repeat + 1}: the server answered throughout and ended on version {served}; "
                       f"its log has {sum('keeping version' in line for line in server.log)} 'keeping version' "
                       f"line(s)", flush=True)
@@ -241,6 +381,8 @@ def main():
         for repeat, name, count, failed, p50, p99, ratio, peak in rows:
             print(f"{repeat:>6}  {name:<36} {count:>8} {failed:>6} {p50:>7.1f} {p99:>7.1f} {ratio:>9.2f} "
                   f"{peak:>8.0f}")
+        for note in notes:
+            print(note)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

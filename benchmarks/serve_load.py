@@ -61,8 +61,9 @@ def in_process_latency(model_dir: Path, texts: list[str], calls: int = 300) -> l
 
 
 class Server:
-    def __init__(self, model: str, options: list[str], export_dir: str):
-        args = [sys.executable, "-m", "kpipe", "serve", f"m={model}", "--port", "0", "--export-dir", export_dir]
+    def __init__(self, model: str, options: list[str], export_dir: str, others: tuple[str, ...] = ()):
+        args = [sys.executable, "-m", "kpipe", "serve", f"m={model}", *others, "--port", "0", "--export-dir",
+                export_dir]
         self.process = subprocess.Popen(args + options, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.log: list[str] = []  # what the server printed
         for line in self.process.stdout:

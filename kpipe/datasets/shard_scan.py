@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
+from kpipe.atomic import fsync_folder, fsync_tree, remove_abandoned, writer_tag
 from kpipe.datasets import shards as shard_files
 from kpipe.errors import DataError
 
@@ -128,7 +129,6 @@ def scan_shards(config: TextClassificationDataConfig, cache_dir: Path) -> ShardS
     import os
     import shutil
 
-    from kpipe.atomic import remove_abandoned, writer_tag
 
     paths = shard_files.list_shards(config.path)
     stamp = scan_stamp(config, paths)
@@ -151,8 +151,12 @@ def scan_shards(config: TextClassificationDataConfig, cache_dir: Path) -> ShardS
         scan = _scan(config, paths, partial, folder)
         scan.stamp = stamp
         (partial / SCAN_FILE).write_text(json.dumps(scan.to_json()), encoding="utf-8")
+        # flushed before the rename: after a power cut, a scan under its final name is whole (the next run trusts
+        # it without reading the shards again), never one with empty record files
+        fsync_tree(partial)
         try:
             os.rename(partial, folder)
+            fsync_folder(folder.parent)
         except OSError:  # another worker of the same run wrote it first
             pass
     finally:

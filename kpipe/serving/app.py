@@ -14,8 +14,9 @@ The work one request can cause is bounded (`ServeOptions`): its body's bytes, it
 of each text (a request above `max_batch_size` rows or `max_batch_bytes` of text is cut into calls
 of that size that run one at a time beside other clients' small requests), a generator's `count`, the
 depth of its JSON.
-Decoding and rendering run in threads, never on the event loop, so one large request does not stall
-the other clients.
+Decoding and rendering run in threads, never on the event loop, and a large body is parsed (and a large
+answer rendered) in pieces that each hold the GIL for a few milliseconds (`json_pieces`), so one large
+request does not stall the other clients.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from kpipe.serving import rest
+from kpipe.serving import json_pieces, rest
 from kpipe.serving.batching import MicroBatcher, is_bulk, text_bytes
 from kpipe.serving.bodies import BodyBudget, read_body
 from kpipe.serving.header_timeout import header_timeout_protocol
@@ -214,7 +215,7 @@ class ModelServer:
         except InputRejected as failure:
             raise rest.BadRequest(f"the model rejected the input: {failure}") from None
         self.counts[model.name]["requests"] += 1
-        rendered = await loop.run_in_executor(codec, lambda: JSONResponse(rest.response(outputs, rows)).body)
+        rendered = await loop.run_in_executor(codec, lambda: json_pieces.dumps(rest.response(outputs, rows)))
         return Response(rendered, media_type="application/json")
 
     def batcher(self, name: str, current: LoadedVersion, signature_name: str) -> MicroBatcher:

@@ -19,6 +19,7 @@ import json
 
 import numpy as np
 
+from kpipe.serving import json_pieces
 from kpipe.serving.signatures import Signature, TensorInfo
 
 
@@ -62,12 +63,12 @@ def listed_strings(body: bytes) -> int:
 def parse_body(body: bytes) -> dict:
     """The JSON object of a request body."""
     try:
-        text = body.decode("utf-8")
+        json_pieces.check_utf8(body)
     except UnicodeDecodeError as error:
         raise BadRequest(f"the request body is not valid UTF-8 (byte {error.start}); send JSON encoded as UTF-8, "
                          "with bytes as {\"b64\": \"...\"}") from None
     try:
-        request = json.loads(text)
+        request = json_pieces.loads(body)  # a large body in pieces: no call holds the GIL for long
     except json.JSONDecodeError as error:
         raise BadRequest(f"the request body is not valid JSON: {error.msg} at line {error.lineno} column "
                          f"{error.colno}") from None

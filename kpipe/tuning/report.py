@@ -42,7 +42,8 @@ def trials_table(study, dimensions: list[Dimension]):
 
 def write_report(study, pipeline: str, overrides: list[str], dimensions: list[Dimension], metric: str,
                  folder: Path, *, export_best: bool = False):
-    from kpipe.tuning.study import TuneResult, export_trial
+    from kpipe.tuning.publish import publish_best
+    from kpipe.tuning.study import TuneResult
 
     table = trials_table(study, dimensions)
     # Whole files or the previous ones: several tuners of one study rewrite them as their trials end
@@ -57,7 +58,8 @@ def write_report(study, pipeline: str, overrides: list[str], dimensions: list[Di
                               f"# kpipe tune {pipeline}: trial {best.number}, {metric} {best.value:.6g} on validation\n"
                               f"# overrides: {' '.join(best_overrides)}\n{config.to_toml()}")
         if export_best:
-            exported = export_trial(Path(best.user_attrs["export"]), Path(config.export.dir) / config.name)
+            exported = publish_best(folder, study.study_name, best.number, Path(best.user_attrs["export"]),
+                                    Path(config.export.dir) / config.name)
     plots = plot(study, folder, metric)
     return TuneResult(folder, table, best_overrides, best_value, metric, exported, plots)
 

@@ -5,8 +5,8 @@ Each trial is `kpipe run PIPELINE` with the trial's overrides, exported into the
 (`<export.dir>/<pipeline>/tune/trials/<number>/`), scored on the task's validation figure at the epoch the
 run keeps (never on test). After every epoch the figure is reported to the pruner, which stops trials
 that fall behind the others at the same epoch. A killed process's trial is marked failed by the next
-process once its heartbeat is older than the grace period (or, killed before its first heartbeat, once it
-started longer ago than that), and the study goes on.
+process once its heartbeat is older than the grace period (or, killed before its first heartbeat, once that
+process has seen it without one for the grace period), and the study goes on.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import shutil
 import sys
 import time
 import warnings
@@ -28,6 +27,7 @@ from kpipe.tasks.named_pipelines import load_pipeline
 from kpipe.tasks.registry import TASKS
 from kpipe.errors import ConfigError
 from kpipe.redact import mask_passwords
+from kpipe.tuning.orphans import OrphanWatch
 from kpipe.tuning.space import Dimension, check_space, default_params, load_space
 
 log = logging.getLogger(__name__)
@@ -138,19 +138,22 @@ def tune_pipeline(pipeline: str, overrides: Iterable[str] = (), options: TuneOpt
             study.enqueue_trial(default_params(config, dimensions), user_attrs={"defaults": True},
                                 skip_if_exists=True)
     study.set_user_attr("metric", metric)
-    _fail_trials_without_heartbeat(optuna, study, options.grace_seconds)
+    orphans = OrphanWatch(optuna, study, options.grace_seconds)
+    orphans.look()
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     log.info("Study %s in %s: %d of %d trials finished so far; scored on %s", study.study_name,
              mask_passwords(options.storage) if options.storage else folder / "study.db",
              len(study.get_trials(states=finished)), options.trials, metric)
-    _optimize(optuna, study, make_objective(pipeline, overrides, dimensions, metric, folder / TRIALS), options)
+    _optimize(optuna, study, make_objective(pipeline, overrides, dimensions, metric, folder / TRIALS), options,
+              after_each_trial=orphans.look)
     optuna.storages.fail_stale_trials(study)
+    orphans.look()
     from kpipe.tuning.report import write_report
 
     return write_report(study, pipeline, overrides, dimensions, metric, folder, export_best=options.export_best)
 
 
-def _optimize(optuna, study, objective, options: TuneOptions) -> None:
+def _optimize(optuna, study, objective, options: TuneOptions, after_each_trial=None) -> None:
     """`study.optimize` until the study has `options.trials` finished trials or this process's time is up.
 
     A process paused longer than the grace period (SIGSTOP, a laptop lid, a VM pause, a long database lock)
@@ -166,7 +169,8 @@ def _optimize(optuna, study, objective, options: TuneOptions) -> None:
             return
         try:
             study.optimize(objective, timeout=remaining, catch=(Exception,),  # recorded with its reason
-                           callbacks=[optuna.study.MaxTrialsCallback(options.trials, states=finished)],
+                           callbacks=[optuna.study.MaxTrialsCallback(options.trials, states=finished),
+                                      *([after_each_trial] if after_each_trial else [])],
                            show_progress_bar=sys.stderr.isatty())
             return
         except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, ValueError) as error:
@@ -182,35 +186,6 @@ def _taken_from_us(error: Exception) -> bool:
 
     return (isinstance(error, optuna.exceptions.UpdateFinishedTrialError)
             or "Cannot tell a" in str(error) or "has already finished" in str(error))
-
-
-def _fail_trials_without_heartbeat(optuna, study, grace_seconds: float = GRACE_SECONDS) -> None:
-    """Fail the running trials that never recorded a heartbeat and started over the grace period ago.
-
-    Optuna fails a dead process's trial once its last heartbeat is older than the grace period; a tuner killed
-    between creating a trial and its first heartbeat (milliseconds) leaves a trial with none, which that rule
-    never fails: it would stay "running" in the study for good.
-    """
-    import datetime
-
-    import sqlalchemy.orm
-    from optuna.storages._rdb import models  # Optuna has no public call for a trial's heartbeat
-
-    storage = getattr(study._storage, "_backend", study._storage)  # create_study wraps it in a cache
-    if not isinstance(storage, optuna.storages.RDBStorage):
-        return
-    started_before = datetime.datetime.now() - datetime.timedelta(seconds=grace_seconds)
-    with sqlalchemy.orm.Session(storage.engine) as session:
-        orphans = [(trial.trial_id, trial.number) for trial in session.query(models.TrialModel).filter(
-            models.TrialModel.study_id == study._study_id,
-            models.TrialModel.state == optuna.trial.TrialState.RUNNING,
-            ~models.TrialModel.heartbeats.any()) if trial.datetime_start < started_before]  # both local time
-    for trial_id, number in orphans:
-        try:
-            study._storage.set_trial_state_values(trial_id, state=optuna.trial.TrialState.FAIL)
-            log.info("Trial %d never reported from its process (killed as it started): marked failed", number)
-        except optuna.exceptions.UpdateFinishedTrialError:  # another process did it first
-            pass
 
 
 def _open_study(optuna, options: TuneOptions, folder: Path, name: str, direction: str, sampler, pruner,
@@ -384,10 +359,3 @@ def _note(trial, key: str, value) -> None:
         trial.set_user_attr(key, value)
     except optuna.exceptions.UpdateFinishedTrialError:
         pass
-
-
-def export_trial(export: Path, root: Path) -> Path:
-    """Publish a copy of a trial's export as the pipeline's next version under `root`."""
-    from kpipe.exports.versions import write_version
-
-    return write_version(root, lambda tmp: shutil.copytree(export, tmp, dirs_exist_ok=True))

@@ -3,6 +3,7 @@ every format read alike, bad shards named, workers dividing the training rows, t
 
 import gzip
 import logging
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -215,6 +216,20 @@ def test_a_scan_removes_scans_no_run_used_for_a_week_and_a_reused_scan_counts_as
     os.utime(current / SCAN_FILE, (time.time() - week - 3600,) * 2)
     load_streamed_text(config(shards), cache)  # reused: marked used, so not removed
     assert current.exists() and time.time() - (current / SCAN_FILE).stat().st_mtime < 60
+
+
+def test_a_scan_is_flushed_to_the_disk_before_it_takes_its_final_name(frame, tmp_path, monkeypatch):
+    """The next run trusts a scan under its final name without reading the shards (reliability finding 19): its
+    record files are flushed before the rename publishes it, so a power cut cannot leave it with empty ones."""
+    import os
+
+    events = []
+    monkeypatch.setattr(shard_scan, "fsync_tree", lambda folder: events.append(("flush", Path(folder).name)))
+    real_rename = os.rename
+    monkeypatch.setattr(os, "rename", lambda a, b: (events.append(("rename", Path(a).name)), real_rename(a, b))[1])
+    load_streamed_text(config(write_shards(tmp_path / "s", frame, 2)), tmp_path / "c")
+    (partial,) = {name for kind, name in events if kind == "rename" and name.endswith(".partial")}
+    assert events.index(("flush", partial)) < events.index(("rename", partial)), events
 
 
 def test_shards_with_different_columns_are_named(frame, tmp_path):

@@ -1,0 +1,142 @@
+"""`json.loads` of a large request body in pieces, so that no single call holds the GIL for long.
+
+CPython's JSON parser is C code that holds the GIL for a whole call: a 16 MiB body parsed in one call froze every
+other thread of the server (the event loop, the small requests' codec threads) for about 110 ms (reliability
+finding 13). Here the body's structure is found first with NumPy (which quotes are escaped, which characters lie
+inside strings, how deep each bracket is), then the large arrays and objects are parsed a few hundred KiB of
+elements at a time and put together. Between two pieces the parsing thread can be made to give the GIL up (after
+Python's switch interval, 5 ms), so the other threads wait at most about that long at a time.
+
+The result is exactly `json.loads(text)`'s: a piece is cut only at a comma between two elements of one container,
+so each piece is itself valid JSON when the body is. Anything the scan does not understand (invalid JSON, an
+unbalanced bracket) is handed to `json.loads` whole, whose error message names the place.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+
+import numpy as np
+
+PIECE_BYTES = 256 * 1024  # about 2 ms of parsing: the longest hold of the GIL by one call
+_QUOTE, _BACKSLASH, _COMMA, _COLON = ord('"'), ord("\\"), ord(","), ord(":")
+_OPENERS, _CLOSERS = (ord("["), ord("{")), (ord("]"), ord("}"))
+_STEP = np.zeros(256, np.int8)  # by byte: +1 an opening bracket, -1 a closing one
+_STEP[list(_OPENERS)], _STEP[list(_CLOSERS)] = 1, -1
+_STRUCTURAL = np.zeros(256, bool)
+_STRUCTURAL[[*_OPENERS, *_CLOSERS, _COMMA, _COLON]] = True
+
+
+class _NotUnderstood(Exception):
+    """The scan cannot cut this text: it is parsed whole (and `json.loads` says what is wrong, if anything)."""
+
+
+def loads(data: bytes, piece_bytes: int = PIECE_BYTES):
+    """`json.loads(data)` of UTF-8 `data`, in pieces of about `piece_bytes` when it is larger (the structural
+    characters are ASCII, never part of a multi-byte character, so the bytes can be cut where the text can)."""
+    if len(data) <= piece_bytes:
+        return json.loads(data)
+    try:
+        return _Pieces(data, piece_bytes).value(0, len(data))
+    except (_NotUnderstood, json.JSONDecodeError, RecursionError):
+        return json.loads(data)
+
+
+def check_utf8(data: bytes, piece_bytes: int = 4 * PIECE_BYTES) -> None:
+    """UnicodeDecodeError (its `start` counted from the beginning of `data`) unless `data` is UTF-8, checked a
+    piece at a time: one decode of a 16 MiB body of non-ASCII text holds the GIL for tens of milliseconds."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    for start in range(0, max(len(data), 1), piece_bytes):
+        kept = len(decoder.getstate()[0])  # the start of a character cut by the previous piece, decoded with this one
+        try:
+            decoder.decode(data[start:start + piece_bytes], final=start + piece_bytes >= len(data))
+        except UnicodeDecodeError as error:
+            offset = start - kept
+            raise UnicodeDecodeError("utf-8", data, offset + error.start, offset + error.end, error.reason) from None
+
+
+class _Pieces:
+    def __init__(self, data: bytes, piece_bytes: int):
+        self.data, self.piece_bytes = data, piece_bytes
+        raw = np.frombuffer(data, np.uint8)
+        # a quote is escaped when an odd number of backslashes precede it (outside strings a backslash is invalid
+        # JSON: then a piece fails to parse, and the whole text is parsed at once)
+        quotes, backslashes = np.flatnonzero(raw == _QUOTE), np.flatnonzero(raw == _BACKSLASH)
+        if len(backslashes):
+            run_starts = np.flatnonzero(np.diff(backslashes, prepend=-2) != 1)
+            run_ends = backslashes[np.append(run_starts[1:], len(backslashes)) - 1]
+            run_lengths = np.append(run_starts[1:], len(backslashes)) - run_starts
+            at = np.minimum(np.searchsorted(run_ends, quotes - 1), len(run_ends) - 1)
+            escaped = (run_ends[at] == quotes - 1) & (run_lengths[at] % 2 == 1)
+            quotes = quotes[~escaped]
+        # brackets, commas and colons outside strings: an even number of unescaped quotes before them
+        candidates = np.flatnonzero(_STRUCTURAL[raw])
+        structural = candidates[np.searchsorted(quotes, candidates) % 2 == 0]
+        kinds = raw[structural]
+        step = _STEP[kinds].astype(np.int64)
+        depth = np.cumsum(step) - (step == 1)  # an opener and its closer both count at the outer depth
+        if len(depth) and (depth.min() < 0 or depth[-1] != 0):
+            raise _NotUnderstood
+        self.positions, self.kinds, self.depth = structural, kinds, depth
+
+    def value(self, start: int, end: int):
+        """The JSON value in data[start:end] (surrounding whitespace allowed)."""
+        if end - start <= self.piece_bytes:
+            return json.loads(self.data[start:end])
+        first, last = np.searchsorted(self.positions, [start, end])
+        if first == last:  # a long string or number: no structure to cut at
+            return json.loads(self.data[start:end])
+        opener, closer = self.positions[first], self.positions[last - 1]
+        if self.data[start:opener].strip() or self.data[closer + 1:end].strip() or self.kinds[first] not in _OPENERS:
+            raise _NotUnderstood
+        inner = self.depth[first] + 1
+        commas = self.positions[first:last][(self.kinds[first:last] == _COMMA) & (self.depth[first:last] == inner)]
+        bounds = np.concatenate([[opener + 1], commas + 1, [closer + 1]])  # element i: data[bounds[i]:bounds[i+1]-1]
+        if self.kinds[first] == ord("["):
+            return self._array(bounds)
+        return self._object(bounds, first, last, inner)
+
+    def _array(self, bounds: np.ndarray) -> list:
+        if not self.data[bounds[0]:bounds[-1] - 1].strip():
+            return []
+        items, i, last = [], 0, len(bounds) - 1
+        while i < last:  # elements i..j-1: as many whole elements as fit in a piece
+            j = max(i + 1, int(np.searchsorted(bounds, bounds[i] + self.piece_bytes, side="right")) - 1)
+            if j == i + 1 and bounds[j] - bounds[i] > self.piece_bytes:  # one large element: cut it in turn
+                items.append(self.value(int(bounds[i]), int(bounds[j]) - 1))
+            else:
+                items.extend(json.loads(b"[" + self.data[bounds[i]:bounds[j] - 1] + b"]"))
+            i = j
+        return items
+
+    def _object(self, bounds: list[int], first: int, last: int, inner: int) -> dict:
+        colons = self.positions[first:last][(self.kinds[first:last] == _COLON) & (self.depth[first:last] == inner)]
+        if len(colons) != len(bounds) - 1:
+            raise _NotUnderstood
+        members = {}
+        for start, end, colon in zip(bounds[:-1].tolist(), bounds[1:].tolist(), colons.tolist()):
+            key = json.loads(self.data[start:colon])
+            if not isinstance(key, str) or not start < colon < end - 1:
+                raise _NotUnderstood
+            members[key] = self.value(colon + 1, end - 1)
+        return members
+
+
+def dumps(value, items_per_piece: int = 4096) -> bytes:
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))` as UTF-8 (the server's JSON answers), a long
+    list a slice at a time: one call for a 50,000-row answer holds the GIL as long as parsing a large body does."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    def render(item) -> str:
+        if isinstance(item, dict) and all(isinstance(k, str) for k in item) and any(
+                isinstance(v, (list, dict)) for v in item.values()):
+            return "{" + ",".join(f"{encode(key)}:{render(v)}" for key, v in item.items()) + "}"
+        if isinstance(item, list) and item:
+            size = len(item[0]) if isinstance(item[0], (list, dict)) and item[0] else 1
+            step = max(1, items_per_piece // size)
+            if len(item) > step:
+                return "[" + ",".join(encode(item[i:i + step])[1:-1] for i in range(0, len(item), step)) + "]"
+        return encode(item)
+
+    return render(value).encode("utf-8")
