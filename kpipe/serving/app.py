@@ -139,6 +139,7 @@ class ModelServer:
 
     def decode(self, name: str, current: LoadedVersion, body: bytes):
         """(signature name, signature, input arrays, row format?) of a request body (runs in a codec thread)."""
+        request = None
         try:
             request = rest.parse_body(body)
             signature_name = rest.signature_name(request)
@@ -150,6 +151,8 @@ class ModelServer:
             inputs, rows = rest.request_inputs(request, signature)
         except RecursionError:  # nesting the depth check let through but a conversion could not follow
             raise rest.BadRequest(rest.TOO_DEEP) from None
+        finally:  # the parsed body freed a slice at a time (the arrays hold what they need)
+            json_pieces.release(request)
         rest.check_rows(inputs, signature, self.options.row_limit)
         rest.check_text_sizes(inputs, self.options.max_text_bytes)
         return signature_name, signature, inputs, rows

@@ -14,12 +14,14 @@ unbalanced bracket) is handed to `json.loads` whole, whose error message names t
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import json
 
 import numpy as np
 
 PIECE_BYTES = 256 * 1024  # about 2 ms of parsing: the longest hold of the GIL by one call
+SCAN_BLOCK_BYTES = 1024 * 1024  # the structure is found a block at a time (each NumPy call about a millisecond)
 _QUOTE, _BACKSLASH, _COMMA, _COLON = ord('"'), ord("\\"), ord(","), ord(":")
 _OPENERS, _CLOSERS = (ord("["), ord("{")), (ord("]"), ord("}"))
 _STEP = np.zeros(256, np.int8)  # by byte: +1 an opening bracket, -1 a closing one
@@ -32,13 +34,13 @@ class _NotUnderstood(Exception):
     """The scan cannot cut this text: it is parsed whole (and `json.loads` says what is wrong, if anything)."""
 
 
-def loads(data: bytes, piece_bytes: int = PIECE_BYTES):
+def loads(data: bytes, piece_bytes: int = PIECE_BYTES, block_bytes: int = SCAN_BLOCK_BYTES):
     """`json.loads(data)` of UTF-8 `data`, in pieces of about `piece_bytes` when it is larger (the structural
     characters are ASCII, never part of a multi-byte character, so the bytes can be cut where the text can)."""
     if len(data) <= piece_bytes:
         return json.loads(data)
     try:
-        return _Pieces(data, piece_bytes).value(0, len(data))
+        return _Pieces(data, piece_bytes, block_bytes).value(0, len(data))
     except (_NotUnderstood, json.JSONDecodeError, RecursionError):
         return json.loads(data)
 
@@ -57,28 +59,46 @@ def check_utf8(data: bytes, piece_bytes: int = 4 * PIECE_BYTES) -> None:
 
 
 class _Pieces:
-    def __init__(self, data: bytes, piece_bytes: int):
+    def __init__(self, data: bytes, piece_bytes: int, block_bytes: int):
+        """Find the brackets, commas and colons outside strings, and each one's depth, a block of the text at a time
+        (NumPy's calls hold the GIL too: on the whole of a 16 MiB body they would stop the others as long)."""
         self.data, self.piece_bytes = data, piece_bytes
         raw = np.frombuffer(data, np.uint8)
-        # a quote is escaped when an odd number of backslashes precede it (outside strings a backslash is invalid
-        # JSON: then a piece fails to parse, and the whole text is parsed at once)
-        quotes, backslashes = np.flatnonzero(raw == _QUOTE), np.flatnonzero(raw == _BACKSLASH)
-        if len(backslashes):
-            run_starts = np.flatnonzero(np.diff(backslashes, prepend=-2) != 1)
-            run_ends = backslashes[np.append(run_starts[1:], len(backslashes)) - 1]
-            run_lengths = np.append(run_starts[1:], len(backslashes)) - run_starts
-            at = np.minimum(np.searchsorted(run_ends, quotes - 1), len(run_ends) - 1)
-            escaped = (run_ends[at] == quotes - 1) & (run_lengths[at] % 2 == 1)
+        positions, kinds, depths = [], [], []
+        backslashes_before = quotes_before = depth_before = 0  # carried from one block to the next
+        for offset in range(0, len(raw), block_bytes):
+            block = raw[offset:offset + block_bytes]
+            quotes = np.flatnonzero(block == _QUOTE)
+            # a quote is escaped when an odd number of backslashes precede it (outside strings a backslash is
+            # invalid JSON: then a piece fails to parse, and the whole text is parsed at once)
+            escaped = (quotes == 0) & (backslashes_before % 2 == 1)
+            backslashes = np.flatnonzero(block == _BACKSLASH)
+            if len(backslashes):
+                starts = np.flatnonzero(np.diff(backslashes, prepend=-2) != 1)  # the runs of backslashes
+                last = np.append(starts[1:], len(backslashes)) - 1
+                run_ends, run_lengths = backslashes[last], last - starts + 1
+                if backslashes[0] == 0:
+                    run_lengths[0] += backslashes_before
+                at = np.minimum(np.searchsorted(run_ends, quotes - 1), len(run_ends) - 1)
+                escaped |= (run_ends[at] == quotes - 1) & (run_lengths[at] % 2 == 1)
+                backslashes_before = int(run_lengths[-1]) if run_ends[-1] == len(block) - 1 else 0
+            else:
+                backslashes_before = 0
             quotes = quotes[~escaped]
-        # brackets, commas and colons outside strings: an even number of unescaped quotes before them
-        candidates = np.flatnonzero(_STRUCTURAL[raw])
-        structural = candidates[np.searchsorted(quotes, candidates) % 2 == 0]
-        kinds = raw[structural]
-        step = _STEP[kinds].astype(np.int64)
-        depth = np.cumsum(step) - (step == 1)  # an opener and its closer both count at the outer depth
-        if len(depth) and (depth.min() < 0 or depth[-1] != 0):
+            # outside strings: an even number of unescaped quotes before them
+            candidates = np.flatnonzero(_STRUCTURAL[block])
+            structural = candidates[(np.searchsorted(quotes, candidates) + quotes_before) % 2 == 0]
+            quotes_before += len(quotes)
+            found = block[structural]
+            step = _STEP[found].astype(np.int64)
+            depths.append(np.cumsum(step) + depth_before - (step == 1))  # an opener counts at the outer depth
+            depth_before += int(step.sum())
+            positions.append(structural + offset)
+            kinds.append(found)
+        self.positions, self.kinds, self.depth = (np.concatenate(parts) if parts else np.zeros(0, np.int64)
+                                                  for parts in (positions, kinds, depths))
+        if len(self.depth) and (self.depth.min() < 0 or depth_before != 0):
             raise _NotUnderstood
-        self.positions, self.kinds, self.depth = structural, kinds, depth
 
     def value(self, start: int, end: int):
         """The JSON value in data[start:end] (surrounding whitespace allowed)."""
@@ -92,21 +112,28 @@ class _Pieces:
             raise _NotUnderstood
         inner = self.depth[first] + 1
         commas = self.positions[first:last][(self.kinds[first:last] == _COMMA) & (self.depth[first:last] == inner)]
-        bounds = np.concatenate([[opener + 1], commas + 1, [closer + 1]])  # element i: data[bounds[i]:bounds[i+1]-1]
+        bounds = np.empty(len(commas) + 2, np.int64)  # element i is data[bounds[i]:bounds[i+1]-1]
+        bounds[0], bounds[1:-1], bounds[-1] = opener + 1, commas + 1, closer + 1
         if self.kinds[first] == ord("["):
             return self._array(bounds)
         return self._object(bounds, first, last, inner)
 
     def _array(self, bounds: np.ndarray) -> list:
-        if not self.data[bounds[0]:bounds[-1] - 1].strip():
+        last = len(bounds) - 1
+        if last == 1 and not self.data[bounds[0]:bounds[1] - 1].strip():  # no comma, only whitespace: []
             return []
-        items, i, last = [], 0, len(bounds) - 1
+        items, i = [None] * last, 0  # filled in place: a list grown by extend is copied whole as it grows
         while i < last:  # elements i..j-1: as many whole elements as fit in a piece
-            j = max(i + 1, int(np.searchsorted(bounds, bounds[i] + self.piece_bytes, side="right")) - 1)
+            # bisect, not np.searchsorted: NumPy lets the GIL go and takes it back at once, so often that a thread
+            # waiting for it never gets it (the loop then froze the others for the whole parse, measured)
+            j = max(i + 1, bisect.bisect_right(bounds, bounds[i] + self.piece_bytes) - 1)
             if j == i + 1 and bounds[j] - bounds[i] > self.piece_bytes:  # one large element: cut it in turn
-                items.append(self.value(int(bounds[i]), int(bounds[j]) - 1))
+                items[i] = self.value(int(bounds[i]), int(bounds[j]) - 1)
             else:
-                items.extend(json.loads(b"[" + self.data[bounds[i]:bounds[j] - 1] + b"]"))
+                piece = json.loads(b"[" + self.data[bounds[i]:bounds[j] - 1] + b"]")
+                if len(piece) != j - i:  # a comma the scan misplaced (invalid JSON): parsed whole instead
+                    raise _NotUnderstood
+                items[i:j] = piece
             i = j
         return items
 
@@ -140,3 +167,17 @@ def dumps(value, items_per_piece: int = 4096) -> bytes:
         return encode(item)
 
     return render(value).encode("utf-8")
+
+
+def release(value, items_per_piece: int = 16384) -> None:
+    """Empty the lists of a parsed body a slice at a time, the top-level ones and those in its objects (a request's
+    "instances", its inputs): freeing two million strings at once holds the GIL for about 25 ms."""
+    if isinstance(value, dict):
+        for item in value.values():
+            if isinstance(item, (dict, list)):
+                release(item, items_per_piece)
+    elif isinstance(value, list) and value:
+        inner = len(value[0]) if isinstance(value[0], (list, dict)) else 1  # rows of token ids: fewer at a time
+        step = max(1, items_per_piece // max(inner, 1))
+        while value:
+            del value[-step:]

@@ -25,13 +25,13 @@ def random_value(rng, depth=0):
 
 def test_pieces_give_exactly_what_one_parse_gives():
     rng = random.Random(0)
-    for _ in range(150):
+    for _ in range(80):
         value = random_value(rng)
         for options in ({}, {"indent": 1}, {"ensure_ascii": False}, {"separators": (",", ":")}):
             data = json.dumps(value, **options).encode("utf-8")
-            for piece in (8, 40, 300):
-                got = json_pieces.loads(data, piece)
-                assert json.dumps(got) == json.dumps(json.loads(data)), (data, piece)
+            for piece, block in ((8, 13), (40, 3), (300, 1 << 20)):  # small blocks: the scan's state carried
+                got = json_pieces.loads(data, piece, block)
+                assert json.dumps(got) == json.dumps(json.loads(data)), (data, piece, block)
 
 
 def test_no_call_parses_more_than_a_piece_of_a_large_body(monkeypatch):
@@ -41,7 +41,7 @@ def test_no_call_parses_more_than_a_piece_of_a_large_body(monkeypatch):
                        "inputs_as_rows": [[i, i + 1, [i, {"k": str(i)}]] for i in range(10_000)]}).encode()
     parsed, real = [], json.loads
     monkeypatch.setattr(json_pieces.json, "loads", lambda text: (parsed.append(len(text)), real(text))[1])
-    got = json_pieces.loads(body, 64 * 1024)
+    got = json_pieces.loads(body, 64 * 1024, block_bytes=4099)  # backslash runs and strings across blocks
     assert got == real(body)
     assert len(parsed) > 10 and max(parsed) <= 64 * 1024 + 2, (len(parsed), max(parsed))  # "[" + piece + "]"
 
@@ -97,3 +97,22 @@ def test_answers_rendered_in_slices_are_the_bytes_one_render_gives():
             assert json_pieces.dumps(value, step) == JSONResponse(value).body
     value = {"predictions": [{"label": "pos", "probabilities": [0.25, float("nan")]}] * 10_000}
     assert json_pieces.dumps(value) == JSONResponse(value).body
+
+
+def test_a_parsed_body_is_emptied_a_slice_at_a_time():
+    body = {"signature_name": "serve", "instances": [f"t{i}" for i in range(50_000)],
+            "inputs": {"ids": [[i, i + 1] for i in range(30_000)], "text": ["a"] * 10}}
+    rows, ids = body["instances"], body["inputs"]["ids"]
+    sizes = []
+    real_delitem = list.__delitem__
+
+    class Watched(list):
+        def __delitem__(self, key):
+            sizes.append(len(self[key]))
+            real_delitem(self, key)
+
+    body["instances"], body["inputs"]["ids"] = Watched(rows), Watched(ids)
+    json_pieces.release(body, items_per_piece=4096)
+    assert body["instances"] == [] and body["inputs"]["ids"] == [] and body["inputs"]["text"] == []
+    assert body["signature_name"] == "serve" and max(sizes) <= 4096 and len(sizes) > 20
+    assert 4096 in sizes and 2048 in sizes  # rows of two ids: half as many at a time
