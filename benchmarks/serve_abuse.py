@@ -10,16 +10,18 @@ measured alone and while, in turn:
       4 x --max-batch-size rows (answered in chunks that interleave with everyone else's);
   (d) a new version is published every 2 s (copied and renamed in, as `kpipe run` does);
   (e) a broken version is published (a corrupt saved_model.pb), then a good one after it;
-  (f) 200 clients pipeline requests and never read the answers (dropped after --write-timeout-s);
+  (f) 200 clients pipeline 200 metadata requests each and never read the answers (dropped after
+      --write-timeout-s, then back);
   (g) endless URLs and headers: 4 connections sending a request line, and 4 a header, that never ends
       (431 past 64 KiB, then they come back);
-  (h) 16 MiB bodies in parallel, 8 clients at once (past --max-bodies-mb: 503 and Retry-After): half of them
-      two million short strings each (the costliest parse, refused with 413 after it), half 1,024 texts of 16 KB;
+  (h) 16 MiB bodies in parallel, 4 clients at once (what --max-bodies-mb holds by default): half of them two
+      million short strings each (the costliest parse, refused with 413 after it), half 1,024 texts of 16 KB;
   (i) a LiteRT export of the same model served beside it, asked by 8 clients at once for different texts,
       each answer checked against that text's answer asked alone (the abusers count wrong answers).
 For each: the good clients' requests, failures, p50/p99 latency and p99 against p99 alone (measured
-in the same run, before and after the abuse phases; the ratio uses the worse of the two), and the
-server's peak RSS. The abuse phases run in one order in odd repeats and the reverse in even ones;
+in the same run, before and after the abuse phases; the ratio uses the worse of the two), the
+server's peak RSS, the cores the server kept busy while the good clients were measured, and the CPU seconds
+the abusers' process used (it shares the machine's cores with the server). The abuse phases run in one order in odd repeats and the reverse in even ones;
 the table shows each repeat. The abusers run in a process of their own (as other clients would), the good
 clients in this one. Loopback only; every loop is bounded in time and stops by itself.
 
@@ -54,6 +56,13 @@ SERVE_OPTIONS = ["--max-request-mb", str(MAX_REQUEST_MB), "--max-batch-size", st
                  "--limit-concurrency", "512"]
 TEXTS = ["@united thank you, the crew was great", "3 hours on the tarmac again", "ok flight I guess",
          "lost my bag, again", "the new seats are lovely", "why is every flight delayed"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process `pid` so far (its threads together)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid: int) -> float:
@@ -158,16 +167,18 @@ def broken_version(folder: Path, source: Path, stop: threading.Event):
         publish_copy(folder, source)  # and a good one after it: served again
 
 
-def never_read(port: int, stop: threading.Event, count: int = 200):
-    """Clients that pipeline requests as fast as the socket takes them and never read an answer."""
-    request = (b"POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-               b"Content-Length: 22\r\n\r\n" + b'{"instances": ["ok!"]}')
+def never_read(port: int, stop: threading.Event, count: int = 200, burst: int = 200):
+    """Clients that pipeline a burst of metadata requests (no model call: the cheapest answers) and never read the
+    answers: the server's writes stall once the buffers fill, and it drops them after --write-timeout-s; each comes
+    back when dropped (noticed by peeking, which reads nothing)."""
+    request = b"GET /v1/models/m/metadata HTTP/1.1\r\nHost: x\r\n\r\n" * burst
     sockets: dict[int, socket.socket] = {}
 
     def connect(i):
         try:
             s = socket.create_connection(("127.0.0.1", port), timeout=1)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(request)
             s.setblocking(False)
             sockets[i] = s
         except OSError:
@@ -175,17 +186,19 @@ def never_read(port: int, stop: threading.Event, count: int = 200):
 
     for i in range(count):
         connect(i)
-    while not stop.wait(0.1):
+    while not stop.wait(0.5):
         for i in range(count):
-            if i not in sockets:
-                connect(i)
-                continue
-            try:
-                sockets[i].send(request * 8)
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError:  # dropped by the server: come back
-                sockets.pop(i).close()
+            s = sockets.get(i)
+            if s is not None:
+                try:
+                    if s.recv(1, socket.MSG_PEEK) != b"":
+                        continue  # answers wait unread: still held
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    pass
+                s.close()  # dropped by the server (reset or closed): come back
+            connect(i)
     for s in sockets.values():
         s.close()
 
@@ -212,9 +225,9 @@ def endless_heads(port: int, stop: threading.Event, each: int = 4):
         worker.join()
 
 
-def parallel_max_bodies(port: int, stop: threading.Event, clients: int = 8):
-    """8 clients posting bodies just under --max-request-mb at once: short strings (the costliest parse; 413 for
-    their rows) and 1,024 texts of 16 KB (answered)."""
+def parallel_max_bodies(port: int, stop: threading.Event, clients: int = 4):
+    """Bodies just under --max-request-mb from 4 clients at once, as many as --max-bodies-mb holds (4 x 16 MiB by
+    default): short strings (the costliest parse; 413 for their rows) and 1,024 texts of 16 KB (answered)."""
     limit = MAX_REQUEST_MB * 2**20 - 1000
     short = json.dumps({"instances": ["ok"] * (limit // 6)}).encode()
     text = "delayed again, thanks a lot " * (16_000 // 28)
@@ -274,18 +287,19 @@ ABUSES = {
     "(e) a broken version published": lambda port, folder, source, stop: broken_version(folder, source, stop),
     "(f) clients that never read": lambda port, folder, source, stop: never_read(port, stop),
     "(g) endless URLs and headers": lambda port, folder, source, stop: endless_heads(port, stop),
-    "(h) 16 MiB bodies, 8 at once": lambda port, folder, source, stop: parallel_max_bodies(port, stop),
+    "(h) 16 MiB bodies, 4 at once": lambda port, folder, source, stop: parallel_max_bodies(port, stop),
     "(i) LiteRT export, 8 clients at once": lambda port, folder, source, stop, notes: litert_clients(port, stop,
                                                                                                    notes),
 }
 
 
-def abuse_process(name: str, port: int, folder, source, stop, notes) -> None:
+def abuse_process(name: str, port: int, folder, source, stop, notes, cpu) -> None:
     abuse = ABUSES[name]
     if abuse.__code__.co_argcount == 5:  # it reports what it saw
         abuse(port, folder, source, stop, notes)
     else:
         abuse(port, folder, source, stop)
+    cpu.value = cpu_seconds(os.getpid())
 
 
 def phase(server: Server, seconds: float, abuse: str | None = None, folder=None, source=None):
@@ -294,9 +308,10 @@ def phase(server: Server, seconds: float, abuse: str | None = None, folder=None,
     hold the good clients' interpreter lock and count as the server's latency."""
     context = multiprocessing.get_context("fork")
     stop, abuse_stop, notes, peak = threading.Event(), context.Event(), context.Queue(), [rss_mib(server.process.pid)]
-    abuser = None
+    abuser, abuser_cpu = None, context.Value("d", 0.0)
     if abuse is not None:
-        abuser = context.Process(target=abuse_process, args=(abuse, server.port, folder, source, abuse_stop, notes))
+        abuser = context.Process(target=abuse_process, args=(abuse, server.port, folder, source, abuse_stop, notes,
+                                                             abuser_cpu))
         abuser.start()
 
     def watch():
@@ -306,14 +321,16 @@ def phase(server: Server, seconds: float, abuse: str | None = None, folder=None,
     watcher = threading.Thread(target=watch)
     watcher.start()
     time.sleep(1.0 if abuse is not None else 0)  # the abuse under way before the good clients are measured
+    server_cpu = cpu_seconds(server.process.pid)
     latencies, failures = load(server.port, TEXTS, clients=4, seconds=seconds)
+    server_cpu = cpu_seconds(server.process.pid) - server_cpu
     stop.set()
     abuse_stop.set()
     watcher.join(timeout=120)
     if abuser is not None:
         abuser.join(timeout=120)
     note = notes.get(timeout=5) if abuser is not None and not notes.empty() else ""
-    return latencies, failures, peak[0], note
+    return latencies, failures, peak[0], note, server_cpu, abuser_cpu.value
 
 
 def quantile(values, q):
@@ -362,13 +379,13 @@ def main():
                 results = {name: phase(server, args.seconds, name, folder, source) for name in names}
                 alone.append(phase(server, args.seconds))
                 reference = max(quantile(a[0], 99) for a in alone)
-                for name, (latencies, failures, peak, note) in [("alone, before", alone[0]), *results.items(),
-                                                                ("alone, after", alone[1])]:
+                for name, (latencies, failures, peak, note, server_cpu, abuser_cpu) in [
+                        ("alone, before", alone[0]), *results.items(), ("alone, after", alone[1])]:
                     if note:
                         notes.append(f"repeat {repeat + 1}, {name}: {note}")
                     p99 = quantile(latencies, 99)
                     rows.append((repeat + 1, name, len(latencies), failures, 1000 * quantile(latencies, 50),
-                                 1000 * p99, p99 / reference, peak))
+                                 1000 * p99, p99 / reference, peak, server_cpu / args.seconds, abuser_cpu))
                 served = next(m["version"] for m in json.loads(_get(server.port, "/v1/models"))["models"]
                               if m["name"] == "m")
                 print(f"repeat {repeat + 1}: the server answered throughout and ended on version {served}; "
@@ -377,10 +394,10 @@ def main():
             finally:
                 server.stop()
         print(f"\n{'repeat':>6}  {'phase':<36} {'requests':>8} {'failed':>6} {'p50 ms':>7} {'p99 ms':>7} "
-              f"{'p99/alone':>9} {'RSS MiB':>8}")
-        for repeat, name, count, failed, p50, p99, ratio, peak in rows:
+              f"{'p99/alone':>9} {'RSS MiB':>8} {'server cores':>12} {'abuser CPU s':>12}")
+        for repeat, name, count, failed, p50, p99, ratio, peak, server_cores, abuser_cpu in rows:
             print(f"{repeat:>6}  {name:<36} {count:>8} {failed:>6} {p50:>7.1f} {p99:>7.1f} {ratio:>9.2f} "
-                  f"{peak:>8.0f}")
+                  f"{peak:>8.0f} {server_cores:>12.2f} {abuser_cpu:>12.1f}")
         for note in notes:
             print(note)
     finally:

@@ -266,7 +266,7 @@ class ModelServer:
              **self.counts[name]}
             for name, model in sorted(self.repository.models.items())]})
 
-    async def read_body(self, request: Request, take=lambda size: None) -> bytes:
+    async def read_body(self, request: Request, take=lambda size: None) -> bytearray:
         return await read_body(request, self.options.max_request_bytes, self.options.body_timeout, take)
 
     async def poll_versions(self) -> None:

@@ -36,21 +36,6 @@ MAX_DEPTH = 32
 TOO_DEEP = f"the request is nested more than {MAX_DEPTH} levels deep; no signature takes such values"
 
 
-def _depth_at_most(value, limit: int) -> bool:
-    """Whether `value` (parsed JSON) nests at most `limit` lists/objects deep, looking at each container once."""
-    level, todo = 0, [value]
-    while todo:
-        containers = [v for v in todo if isinstance(v, (list, dict))]
-        if not containers:
-            return True
-        level += 1
-        if level > limit:
-            return False
-        todo = [item for c in containers for item in (c.values() if isinstance(c, dict) else c)
-                if isinstance(item, (list, dict))]
-    return True
-
-
 def listed_strings(body: bytes) -> int:
     """About how many JSON strings a body holds, counted without parsing it (so a 50,000-row body is known as bulk
     before its parse, which costs as much as answering a small request): every string is two quotes that no
@@ -68,18 +53,16 @@ def parse_body(body: bytes) -> dict:
         raise BadRequest(f"the request body is not valid UTF-8 (byte {error.start}); send JSON encoded as UTF-8, "
                          "with bytes as {\"b64\": \"...\"}") from None
     try:
-        request = json_pieces.loads(body)  # a large body in pieces: no call holds the GIL for long
+        request = json_pieces.loads(body, max_depth=MAX_DEPTH)  # a large body in pieces: no call holds the GIL long
     except json.JSONDecodeError as error:
         raise BadRequest(f"the request body is not valid JSON: {error.msg} at line {error.lineno} column "
                          f"{error.colno}") from None
-    except RecursionError:
+    except (RecursionError, json_pieces.TooDeep):
         raise BadRequest(TOO_DEEP) from None
     except ValueError as error:  # an integer of more than 4,300 digits (CPython's int/str limit), not JSON's error
         raise BadRequest(f"the request body holds a number Python will not read: {str(error)[:120]}") from None
     if not isinstance(request, dict):
         raise BadRequest('the request must be a JSON object such as {"instances": [...]} or {"inputs": ...}')
-    if not _depth_at_most(request, MAX_DEPTH):
-        raise BadRequest(TOO_DEEP)
     return request
 
 

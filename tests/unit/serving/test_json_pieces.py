@@ -116,3 +116,17 @@ def test_a_parsed_body_is_emptied_a_slice_at_a_time():
     assert body["instances"] == [] and body["inputs"]["ids"] == [] and body["inputs"]["text"] == []
     assert body["signature_name"] == "serve" and max(sizes) <= 4096 and len(sizes) > 20
     assert 4096 in sizes and 2048 in sizes  # rows of two ids: half as many at a time
+
+
+@pytest.mark.parametrize("levels", [3, 4])
+def test_the_depth_limit_reads_the_same_in_pieces_as_walking_the_parsed_value(levels):
+    """Nested four levels deep (the object, its list of rows, a row, the row's list and object): a large body's
+    depth is read off its scan, a small one's by walking it."""
+    row = json.dumps([[["x", "]]]]"], {"k": "[[["}]] * 2000)  # brackets in strings do not count
+    body = ('{"instances": ' + row + "}").encode()
+    for piece in (256, 1 << 20):  # in pieces, and whole
+        if levels >= 4:
+            assert json_pieces.loads(body, piece, max_depth=levels)["instances"] == json.loads(row)
+        else:
+            with pytest.raises(json_pieces.TooDeep):
+                json_pieces.loads(body, piece, max_depth=levels)
