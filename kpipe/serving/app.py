@@ -114,9 +114,10 @@ class ModelServer:
         # JSON decoding, array conversion and rendering: off the event loop, and not in the model threads
         self.codec = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kpipe-json")
         self.bulk_codec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-json-bulk")
-        self.bulk_turn = asyncio.Lock()  # one bulk body (large, or many strings) decoded at a time, paced
-        # one bulk call at a time for what no batcher gathers (translate, generate, --no-batching), paced the same
-        self.bulk_calls = asyncio.Lock()
+        # One piece of bulk work at a time in the whole server, paced (`bulk_work`): a large body's decoding, a bulk
+        # model call of a batcher's bulk lane or of what no batcher gathers (translate, generate, --no-batching).
+        # Decoding and calls each paced on their own could overlap, and then took two thirds of the time.
+        self.bulk_turn = asyncio.Lock()
         self.small_in_flight = 0  # requests with small bodies between arrival and answer
         # Loading and warming up new versions: one thread at a lower CPU priority than the serving threads
         self.loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpipe-load", initializer=_lower_priority)
@@ -163,13 +164,9 @@ class ModelServer:
         # as answering a small request, even when its answer is a 413)
         bulk = len(body) > BULK_BODY_BYTES or is_bulk(rest.listed_strings(body), 0, self.options.max_batch_size)
         if bulk:
-            async with self.bulk_turn:
-                started = time.perf_counter()
-                try:
-                    decoded = await asyncio.get_running_loop().run_in_executor(
-                        self.bulk_codec, self.decode, name, current, body)
-                finally:  # a body refused after its parse (too many rows) cost as much
-                    await self.yield_to_small(time.perf_counter() - started)
+            async with self.bulk_work():  # paced even when refused after its parse (too many rows): it cost as much
+                decoded = await asyncio.get_running_loop().run_in_executor(
+                    self.bulk_codec, self.decode, name, current, body)
             return await self.answer(model, current, decoded, self.bulk_codec)
         self.small_in_flight += 1
         small = True
@@ -191,6 +188,17 @@ class ModelServer:
         return is_bulk(len(first), int(text_bytes(inputs).sum()), self.options.max_batch_size,
                        self.options.max_batch_bytes)
 
+    @contextlib.asynccontextmanager
+    async def bulk_work(self):
+        """The server's one turn for bulk work; after a piece of it that took t seconds, the turn stays taken for
+        BULK_PAUSE * t more while small requests are in flight (`yield_to_small`)."""
+        async with self.bulk_turn:
+            started = time.perf_counter()
+            try:
+                yield
+            finally:
+                await self.yield_to_small(time.perf_counter() - started)
+
     async def yield_to_small(self, seconds: float) -> None:
         """After `seconds` of bulk work: wait BULK_PAUSE times as long if small requests are in flight."""
         if self.small_in_flight:
@@ -205,14 +213,9 @@ class ModelServer:
             # the new version's batcher.
             if self.options.batching and signature.gatherable and current is model.current:
                 outputs = await self.batcher(model.name, current, signature_name)(inputs)
-            elif self.bulk_rows(inputs):  # bulk work outside the batchers: one call at a time, paced as their lane
-                async with self.bulk_calls:
-                    started = time.perf_counter()
-                    try:
-                        outputs = await loop.run_in_executor(self.executor, self.counted(model.name, signature),
-                                                             inputs)
-                    finally:
-                        await self.yield_to_small(time.perf_counter() - started)
+            elif self.bulk_rows(inputs):  # bulk work outside the batchers: in the bulk turn, as their bulk lanes
+                async with self.bulk_work():
+                    outputs = await loop.run_in_executor(self.executor, self.counted(model.name, signature), inputs)
             else:
                 outputs = await loop.run_in_executor(self.executor, self.counted(model.name, signature), inputs)
         except InputRejected as failure:
@@ -235,7 +238,7 @@ class ModelServer:
                                               timeout=self.options.batch_timeout, executor=self.executor,
                                               concurrency=self.options.threads,
                                               max_batch_bytes=self.options.max_batch_bytes,
-                                              bulk_pause=self.yield_to_small)
+                                              bulk_turn=self.bulk_work)
         return self.batchers[key]
 
     def counted(self, name: str, signature):

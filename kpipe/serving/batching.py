@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import AsyncContextManager, Callable
 
 import numpy as np
 
@@ -83,10 +83,10 @@ class MicroBatcher:
 
     def __init__(self, run: Callable[[Arrays], Arrays], *, max_batch_size: int, timeout: float, executor: Executor,
                  concurrency: int = 1, max_batch_bytes: int = 0,
-                 bulk_pause: Callable[[float], Awaitable[None]] | None = None):
+                 bulk_turn: Callable[[], AsyncContextManager] | None = None):
         self.run, self.max_batch_size, self.timeout, self.executor = run, max_batch_size, timeout, executor
-        # awaited after each bulk call with the seconds it took, before the bulk lane's slot is free again
-        self.bulk_pause = bulk_pause
+        # each bulk call runs inside `bulk_turn()`: the server's one turn for bulk work, paced (kpipe/serving/app.py)
+        self.bulk_turn = bulk_turn
         self.concurrency, self.max_batch_bytes = concurrency, max_batch_bytes or np.iinfo(np.int64).max
         self._lanes: dict[str, _Lane] | None = None  # made on first use, inside the event loop
         self._closed = False
@@ -146,7 +146,7 @@ class MicroBatcher:
         while not stop:
             await slots.acquire()  # a free call slot first: meanwhile the queue fills the next batch
             batch, stop = await self._gather(lane)
-            paced = lane is self._lanes["bulk"] and self.bulk_pause is not None
+            paced = lane is self._lanes["bulk"] and self.bulk_turn is not None
             call = asyncio.get_running_loop().create_task(self._answer_paced(batch) if paced
                                                           else self._answer_safely(batch))
             running.add(call)
@@ -154,14 +154,11 @@ class MicroBatcher:
         await asyncio.gather(*running)  # `close`: every call under way answered before the worker ends
 
     async def _answer_paced(self, batch: list[_Waiting]) -> None:
-        """A bulk call, then `bulk_pause` with its duration while the slot stays taken."""
+        """A bulk call in the server's bulk turn (which paces it), while the lane's slot stays taken."""
         if not batch:  # `close`'s last, empty round
             return
-        started = asyncio.get_running_loop().time()
-        try:
+        async with self.bulk_turn():
             await self._answer_safely(batch)
-        finally:
-            await self.bulk_pause(asyncio.get_running_loop().time() - started)
 
     async def _answer_safely(self, batch: list[_Waiting]) -> None:
         try:

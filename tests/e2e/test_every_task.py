@@ -2,8 +2,10 @@
 serve` answers as the SavedModel does, an ONNX export answers as the SavedModel where the family exports, and a
 command for another task refuses the export by naming the one that answers it."""
 
+import functools
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +19,15 @@ from tests.helpers import served_in_thread
 def test_every_registered_task_has_a_case():
     covered = {case.task for case in TASK_CASES}
     assert set(TASKS) <= covered, f"tasks without a TaskCase in tests/e2e/task_harness.py: {sorted(set(TASKS) - covered)}"
+
+
+@functools.cache
+def loaded(export: Path):
+    """The harness run's SavedModel, loaded once per test process for the checks that compare with it (loading
+    one costs seconds: the lm's tokenizer graphs, an encoder's weights)."""
+    from kpipe.serving.repository import load_version
+
+    return load_version(export)
 
 
 def at(metrics: dict, dotted: str):
@@ -56,11 +67,9 @@ def test_the_report_holds_the_tasks_headline_figures(case, task_run):
 @pytest.mark.slow
 @pytest.mark.parametrize("case", TASK_CASES, ids=repr)
 def test_the_server_answers_as_the_savedmodel(case, task_run):
-    from kpipe.serving.repository import load_version
-
     run = task_run(case.task)
     inputs = inputs_of(case)
-    expected = load_version(run.export).signatures[case.signature](as_arrays(inputs))
+    expected = loaded(run.export).signatures[case.signature](as_arrays(inputs))
     with served_in_thread(f"{case.pipeline}={run.export}", cwd=run.folder) as server:
         status, body = server.post(f"/v1/models/{case.pipeline}:predict",
                                    {"signature_name": case.signature, "inputs": inputs})
@@ -83,7 +92,7 @@ def test_an_onnx_export_answers_as_the_savedmodel(case, task_run, tmp_path):
     source = tmp_path / "1"
     shutil.copytree(run.export, source)
     inputs = as_arrays(inputs_of(case))
-    expected = load_version(source).signatures[case.signature](inputs)
+    expected = loaded(run.export).signatures[case.signature](inputs)
     portable = load_version(export_portable(source, "onnx")).signatures[case.signature](inputs)
     assert_same_outputs(portable, expected, max(case.tolerance, 1e-4), "onnx")
 

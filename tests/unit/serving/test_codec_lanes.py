@@ -67,29 +67,34 @@ def test_bulk_work_yields_twice_its_time_only_while_small_requests_are_in_flight
     assert alone < 0.05 and shared >= app.BULK_PAUSE * 0.1 - 0.01
 
 
-def test_the_batcher_paces_bulk_calls_and_never_small_ones():
+def test_the_batcher_runs_bulk_calls_in_the_servers_bulk_turn_and_never_small_ones():
     from concurrent.futures import ThreadPoolExecutor
 
     from kpipe.serving.batching import MicroBatcher
 
-    paused = []
+    import contextlib
 
-    async def bulk_pause(seconds):
-        paused.append(seconds)
+    turns = []
+
+    @contextlib.asynccontextmanager
+    async def bulk_turn():
+        turns.append("taken")
+        yield
+        turns.append("given back")
 
     async def scenario():
         with ThreadPoolExecutor(4) as executor:
             batcher = MicroBatcher(lambda inputs: {"y": inputs["x"] * 2}, max_batch_size=8, timeout=0.001,
-                                   executor=executor, bulk_pause=bulk_pause)
+                                   executor=executor, bulk_turn=bulk_turn)
             small = await batcher({"x": np.arange(1)})
-            assert not paused
+            assert not turns
             bulk = await batcher({"x": np.arange(20)})  # 20 rows, cut into 3 bulk calls of at most 8
             await batcher.close()
         return small, bulk
 
     small, bulk = asyncio.run(scenario())
     np.testing.assert_array_equal(bulk["y"], np.arange(20) * 2)
-    assert len(paused) == 3 and all(seconds >= 0 for seconds in paused)
+    assert turns == ["taken", "given back"] * 3
 
 
 def test_a_request_counts_as_bulk_as_the_batchers_lanes_count_it():
@@ -181,3 +186,48 @@ def test_bulk_requests_that_no_batcher_gathers_run_one_at_a_time_and_small_ones_
         for pool in (server.executor, server.codec, server.bulk_codec, server.loader):
             pool.shutdown(wait=False)
     assert most[0] == 2  # one bulk call and the small request, never two bulk calls at once
+
+
+def test_a_large_bodys_decoding_and_a_bulk_call_never_overlap(monkeypatch):
+    """Both are bulk work: they take the server's one bulk turn (each paced on its own, they overlapped and
+    together took two thirds of the time)."""
+    signature = Signature("serving_default", lambda inputs: {"length": np.array([len(t) for t in inputs["text"]])},
+                          {"text": TensorInfo("text", STRING, (None,))},
+                          {"length": TensorInfo("length", np.dtype(np.int64), (None,))})
+    model = types.SimpleNamespace(name="m", current=types.SimpleNamespace(version=1, signatures={
+        "serving_default": signature}))
+    repository = types.SimpleNamespace(models={"m": model}, get=lambda name: model if name == "m" else None)
+    server = app.ModelServer(repository, app.ServeOptions(batching=False, max_batch_size=64))  # no batcher: the
+    # bulk call is the server's own
+    busy, overlaps, decode, call = [0], [], app.ModelServer.decode, signature.__call__
+
+    def counting(work):
+        def run(*args):
+            busy[0] += 1
+            overlaps.append(busy[0])
+            try:
+                threading.Event().wait(0.05)
+                return work(*args)
+            finally:
+                busy[0] -= 1
+        return run
+
+    def decoding(name, current, body):  # a large body's decoding is bulk work, a small one's is not
+        work = lambda *args: decode(server, *args)  # noqa: E731
+        return (counting(work) if len(body) > app.BULK_BODY_BYTES else work)(name, current, body)
+
+    monkeypatch.setattr(server, "decode", decoding)
+    monkeypatch.setattr(server, "counted", lambda name, signature: counting(signature))
+    large = json.dumps({"instances": ["x" * 100] * 3000}).encode()  # over 256 KiB (and 413: too many rows)
+    bulk = json.dumps({"instances": ["x" * 100] * 64}).encode()  # many rows: a bulk call, a small body
+
+    async def scenario():
+        return await asyncio.gather(*(server.predict("m", None, body) for body in (bulk, large, bulk, large)),
+                                    return_exceptions=True)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for pool in (server.executor, server.codec, server.bulk_codec, server.loader):
+            pool.shutdown(wait=False)
+    assert len(overlaps) == 4 and max(overlaps) == 1, overlaps  # two decodings, two calls, one at a time
