@@ -9,14 +9,13 @@ another task or a missing signature gets the same one-line error everywhere.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from kpipe.exports import keras_private
 from kpipe.errors import ModelNotFoundError
 from kpipe.exports import manifest
 from kpipe.exports.versions import resolve_model_dir
@@ -70,32 +69,8 @@ def load_keras_model_file(path: Path, name: str = "model.keras"):
         raise ModelNotFoundError(f"{path} has no {name}: not a kpipe export (or one written before kpipe "
                                  "kept the Keras model)")
     register_custom_layers()
-    with _no_sharing_of_copies():
+    with keras_private.no_sharing_of_copies():
         return keras.saving.load_model(path / name, compile=False)
-
-
-_SHARING_LOCK = threading.Lock()  # one load at a time swaps Keras' recorder
-
-
-@contextlib.contextmanager
-def _no_sharing_of_copies():
-    """Keras loads inside a scope that maps `id(object)` to objects it has seen, so that a layer shared in the
-    saved model is one object again. But `Bidirectional.__init__` serializes its layer (twice) to copy it, and
-    inside the scope that records the layer's id, and the backward copy under it; the layer is then freed, and a
-    later object given the same id (the next LSTM of the same load, e.g. rnn_tagger's word BiLSTM after the
-    character BiLSTM its custom layer builds) is "found" to be that backward copy, and the load fails ("Forward
-    layer and backward layer should have different `go_backwards` value"), depending on where CPython reuses
-    memory. Sharing read from the saved file needs only the deserializing half, so the recording of copies is
-    switched off while loading."""
-    from keras.src.saving import serialization_lib
-
-    with _SHARING_LOCK:
-        recording = serialization_lib.record_object_after_serialization
-        serialization_lib.record_object_after_serialization = lambda obj, config: None
-        try:
-            yield
-        finally:
-            serialization_lib.record_object_after_serialization = recording
 
 
 

@@ -22,7 +22,7 @@ import tensorflow as tf
 from kpipe.training import multi_worker
 from kpipe.config.strict import check_choice
 from kpipe.errors import ConfigError
-from kpipe.training import keras_private
+from kpipe.exports import keras_private
 from kpipe.training.progress import ProgressLines
 from kpipe.training.resume import EpochCheckpoint, ResumableEarlyStopping
 from kpipe.training.schedules import LinearWarmupDecay

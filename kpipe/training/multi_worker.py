@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from kpipe.config.cluster import cluster_size, read_tf_config
 from kpipe.errors import ConfigError, KpipeError
-from kpipe.training import keras_private
+from kpipe.exports import keras_private
 
 log = logging.getLogger(__name__)
 

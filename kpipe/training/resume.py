@@ -21,7 +21,7 @@ import keras
 import numpy as np
 
 from kpipe.atomic import fsync_folder, fsync_tree
-from kpipe.training import keras_private
+from kpipe.exports import keras_private
 
 log = logging.getLogger(__name__)
 

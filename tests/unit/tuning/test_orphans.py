@@ -1,5 +1,6 @@
 """A trial left running without a heartbeat (its tuner killed as the trial started) is failed after the grace
-period as timed by the process that looks, never by the start time another machine's clock wrote."""
+period as timed by the process that looks, never by the start time another machine's clock wrote (reliability
+finding 20)."""
 
 import datetime
 import time

@@ -1,4 +1,5 @@
-"""`--export-best` publishes one version per study and best trial, however many tuners of the study end."""
+"""`--export-best` publishes one version per study and best trial, however many tuners of the study end (reliability
+finding 20)."""
 
 import threading
 

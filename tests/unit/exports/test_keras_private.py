@@ -1,11 +1,11 @@
-"""The private Keras API kpipe uses (kpipe.training.keras_private) still does what kpipe needs: this file fails on
+"""The private Keras API kpipe uses (kpipe.exports.keras_private) still does what kpipe needs: this file fails on
 the Keras release that changes it, naming which."""
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe.training import keras_private
+from kpipe.exports import keras_private
 
 
 def tiny_model():
@@ -35,3 +35,12 @@ def test_the_training_state_is_built_from_the_element_spec_alone():
     assert not model.optimizer.built
     assert keras_private.build_training_state(model, data().element_spec)  # a spec, no data to read
     assert model.optimizer.built and len(model.optimizer.variables) > 1
+
+
+def test_keras_still_records_serialized_objects_where_the_loader_switches_it_off():
+    from keras.src.saving import serialization_lib
+
+    recording = serialization_lib.record_object_after_serialization
+    with keras_private.no_sharing_of_copies():
+        assert serialization_lib.record_object_after_serialization is not recording
+    assert serialization_lib.record_object_after_serialization is recording
