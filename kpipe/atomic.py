@@ -64,6 +64,15 @@ def fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
+def fsync_file(path: Path) -> None:
+    """Flush the file's contents to the disk (before a rename publishes it)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_tree(folder: Path) -> None:
     """Flush every file and folder under `folder` to the disk, so that a power cut after the rename that
     publishes it cannot leave a published version with empty or missing files."""
@@ -74,11 +83,7 @@ def fsync_tree(folder: Path) -> None:
         if path.is_dir():
             folders.append(path)
         elif path.is_file():
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_file(path)
     for path in folders:
         fsync_folder(path)
 

@@ -17,7 +17,7 @@ from typing import Callable
 from kpipe.datasets import shards
 from kpipe.datasets.files import table_kind
 from kpipe.errors import KpipeError
-from kpipe.atomic import alive
+from kpipe.atomic import alive, fsync_file, fsync_folder
 
 
 def output_shard(folder: Path, shard: Path) -> Path:
@@ -163,7 +163,11 @@ def predict_shards(paths: list[Path], folder: Path, column: str, predict: Callab
                 writer.write(pd.concat([frame.reset_index(drop=True), found], axis=1))
                 rows += len(frame)
             writer.close()
+            # flushed before its rename: a rerun skips shards whose output exists, so after a power cut none may
+            # exist empty or cut short
+            fsync_file(partial)
             os.replace(partial, target)
+            fsync_folder(target.parent)
         except BaseException:
             writer.close()
             partial.unlink(missing_ok=True)

@@ -72,3 +72,25 @@ def test_a_killed_runs_partial_shard_is_removed_by_the_next_run(tmp_path):
     live.write_bytes(b"")
     shard_predict.predict_shards([tmp_path / "a.parquet"], folder, "text", predict)
     assert not killed.exists() and live.exists()
+
+
+def test_each_output_shard_is_flushed_before_it_takes_its_name(tmp_path, monkeypatch):
+    """A rerun skips the shards whose output exists (reliability finding 19): the output's bytes reach the disk
+    before the rename that makes it exist, and the rename before the next shard starts."""
+    import os
+    from pathlib import Path
+
+    for name in ("a", "b"):
+        pd.DataFrame({"text": ["x", "a long text"]}).to_parquet(tmp_path / f"{name}.parquet")
+    paths, folder = shard_predict.check_shard_job(str(tmp_path / "*.parquet"), "text", str(tmp_path / "out"))
+    events, rename = [], os.replace
+    monkeypatch.setattr(shard_predict, "fsync_file", lambda path: events.append(("flush", Path(path).name)))
+    monkeypatch.setattr(shard_predict, "fsync_folder", lambda path: events.append(("flush folder", Path(path).name)))
+    monkeypatch.setattr(shard_predict.os, "replace", lambda a, b: (events.append(("rename", Path(a).name)),
+                                                                   rename(a, b))[1])
+    shard_predict.predict_shards(paths, folder, "text", predict)
+    renamed = [name for kind, name in events if kind == "rename"]
+    assert len(renamed) == 2
+    for name in renamed:
+        at = events.index(("rename", name))
+        assert events[at - 1] == ("flush", name) and events[at + 1] == ("flush folder", "out"), events
