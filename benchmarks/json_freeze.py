@@ -2,9 +2,10 @@
 
 A ticker thread wakes every millisecond and records its longest gap while the main thread parses a 16 MiB body
 (the server's default --max-request-mb): once with one `json.loads` (the server before), once with
-`kpipe.serving.json_pieces.loads` (now, with the parsed body freed a slice at a time as the server frees it), alternating which goes first,
-repeated. Also the whole parse's time: the price of the pieces. Bodies: two million short strings (the costliest parse per byte), 1,024 texts of 16 KB
-(an answered maximum request), and rows of token ids.
+`kpipe.serving.json_pieces.loads` (now, the parsed body then freed a slice at a time as the server frees it),
+alternating which goes first, repeated. Also the whole parse's time: the price of the pieces. Bodies: two million
+short strings (the costliest parse per byte), 1,024 texts of 16 KB (an answered maximum request), and rows of token
+ids.
 
 Usage: python benchmarks/json_freeze.py [--repeats 5]
 """

@@ -21,9 +21,10 @@ measured alone and while, in turn:
 For each: the good clients' requests, failures, p50/p99 latency and p99 against p99 alone (measured
 in the same run, before and after the abuse phases; the ratio uses the worse of the two), the
 server's peak RSS, the cores the server kept busy while the good clients were measured, and the CPU seconds
-the abusers' process used (it shares the machine's cores with the server). The abuse phases run in one order in odd repeats and the reverse in even ones;
-the table shows each repeat. The abusers run in a process of their own (as other clients would), the good
-clients in this one. Loopback only; every loop is bounded in time and stops by itself.
+the abusers' process used (it shares the machine's cores with the server). The abuse phases run in one order in
+odd repeats and the reverse in even ones; the table shows each repeat. The abusers run in a process of their own
+(as other clients would), the good clients in this one. Loopback only; every loop is bounded in time and stops
+by itself.
 
 Usage (from the repository root):
     python benchmarks/serve_abuse.py                       # trains a small sentiment-bigrams first (~1 min)
