@@ -51,6 +51,7 @@ def main():
     import numpy as np
     import sklearn_crfsuite
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the ops the export splits words with)
 
     from kpipe.evaluation.tagging import word_features
 

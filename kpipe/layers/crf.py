@@ -45,18 +45,22 @@ class CRF(keras.layers.Layer):
     # === The chain's algorithms (float32 emissions, int lengths) ===
 
     def _steps(self, emissions):
-        """Time-major emissions, (time, batch, tags)."""
-        return tf.transpose(tf.cast(emissions, tf.float32), [1, 0, 2])
+        """Time-major emissions, (time, batch, tags), of at least two steps: a scan over the steps after the first
+        cannot stack an empty result in a graph, so a batch of one-word (or empty) sentences gets padding steps,
+        which no sequence's length covers."""
+        emissions = tf.cast(emissions, tf.float32)
+        emissions = tf.pad(emissions, [[0, 0], [0, tf.maximum(2 - tf.shape(emissions)[1], 0)], [0, 0]])
+        return tf.transpose(emissions, [1, 0, 2])
 
-    def _valid(self, emissions, lengths):
-        """(time, batch, 1) booleans: the step is one of the sequence's words."""
-        steps = tf.shape(emissions)[1]
-        return tf.transpose(tf.sequence_mask(lengths, steps), [1, 0])[:, :, None]
+    def _valid(self, steps, lengths):
+        """(time, batch, 1) booleans of time-major `steps`: the step is one of the sequence's words."""
+        return tf.transpose(tf.sequence_mask(lengths, tf.shape(steps)[0]), [1, 0])[:, :, None]
 
     def forward(self, emissions, lengths) -> tf.Tensor:
         """alpha: (time, batch, tags) log-sums of the scores of every prefix ending in each tag (a padded step
         keeps its sequence's last)."""
-        steps, valid = self._steps(emissions), self._valid(emissions, lengths)
+        steps = self._steps(emissions)
+        valid = self._valid(steps, lengths)
         first = self.start[None, :] + steps[0]
 
         def step(alpha, inputs):
@@ -88,7 +92,8 @@ class CRF(keras.layers.Layer):
 
     def viterbi(self, emissions, lengths) -> tf.Tensor:
         """(batch, time) int32: the best tag sequence of each length (0 after it)."""
-        steps, valid = self._steps(emissions), self._valid(emissions, lengths)
+        steps = self._steps(emissions)
+        valid = self._valid(steps, lengths)
         first = self.start[None, :] + steps[0]
         identity = tf.broadcast_to(tf.range(self.num_tags)[None], tf.shape(first))
 
@@ -108,12 +113,13 @@ class CRF(keras.layers.Layer):
             return tf.gather(pointer, tag, batch_dims=1)
 
         earlier = tf.scan(back, pointers, initializer=last, reverse=True)  # tag at each step before the last
-        path = tf.transpose(tf.concat([earlier, last[None]], axis=0), [1, 0])
+        path = tf.transpose(tf.concat([earlier, last[None]], axis=0), [1, 0])[:, :tf.shape(emissions)[1]]
         return tf.where(tf.sequence_mask(lengths, tf.shape(path)[1]), path, 0)
 
     def marginals(self, emissions, lengths) -> tf.Tensor:
         """(batch, time, tags) each word's probability of each tag under the chain (forward-backward)."""
-        steps, valid = self._steps(emissions), self._valid(emissions, lengths)
+        steps = self._steps(emissions)
+        valid = self._valid(steps, lengths)
         alpha = self.forward(emissions, lengths)
         last = tf.broadcast_to(self.end[None, :], tf.shape(steps[0]))
 
@@ -125,7 +131,7 @@ class CRF(keras.layers.Layer):
         rest = tf.scan(step, (steps[1:], valid[1:]), initializer=last, reverse=True)
         beta = tf.concat([rest, last[None]], axis=0)
         scores = alpha + beta
-        probabilities = tf.nn.softmax(scores, axis=-1)
+        probabilities = tf.nn.softmax(scores, axis=-1)[:tf.shape(emissions)[1]]
         return tf.transpose(probabilities, [1, 0, 2])
 
 

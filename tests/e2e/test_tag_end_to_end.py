@@ -45,6 +45,9 @@ def test_raw_text_and_pre_split_words_get_the_same_tags_and_entities_match_their
                                               raw["entity_ends"][i], raw["entity_texts"][i]):
             if label:
                 assert text[start:end] == covered.decode() and covered
+    for alone in (["Paris"], [""]):  # a batch one word long, or none: the CRF's decoding has one step, or none
+        tags = loaded.signatures["serving_default"](text=np.array(alone, dtype=object))["tags"].numpy()
+        assert tags.shape == (1, len(alone[0].split())), alone
 
 
 def test_kpipe_tag_marks_the_entities_in_a_fresh_process(exported, tmp_path):

@@ -67,3 +67,21 @@ def test_the_loss_is_the_per_word_negative_log_likelihood_and_its_gradient_reach
     assert float(loss) == pytest.approx((expected_z - scores[(0, 2, 1)]) / 3, abs=1e-4)
     gradient = tape.gradient(loss, crf.transitions)
     assert gradient is not None and np.abs(gradient.numpy()).sum() > 0
+
+
+@pytest.mark.parametrize("steps", [1, 0])
+def test_a_batch_one_word_long_or_empty_decodes_in_a_graph_of_unknown_length(steps):
+    """`kpipe tag EXPORT "Paris"`: the SavedModel decodes a batch whose longest sentence is one word (a scan over
+    the steps after the first then has nothing to stack, and failed in the graph), or none."""
+    crf = crf_with_random_weights()
+    spec = [tf.TensorSpec([None, None, TAGS], tf.float32), tf.TensorSpec([None], tf.int32)]
+    decode = tf.function(lambda e, n: (crf.viterbi(e, n), crf.marginals(e, n), crf.log_partition(e, n)),
+                         input_signature=spec)
+    emissions = np.random.default_rng(4).normal(size=(2, steps, TAGS)).astype("float32")
+    lengths = np.array([steps, 0], np.int32)
+    best, marginals, log_z = (t.numpy() for t in decode(emissions, lengths))
+    assert best.shape == (2, steps) and marginals.shape == (2, steps, TAGS)
+    if steps:
+        expected_z, expected_path, expected_marginals, _ = brute_force(crf, emissions[0], 1)
+        assert tuple(best[0]) == expected_path and log_z[0] == pytest.approx(expected_z, abs=1e-4)
+        np.testing.assert_allclose(marginals[0], expected_marginals, atol=1e-5)
