@@ -139,6 +139,12 @@ def add_tag(sub, commands) -> None:
                     "score) as JSON, one line per text. Words are split at spaces and around punctuation.")
     add_model_and_texts(tag, commands.cmd_tag, answers="the marked text, the tags and the entities (JSON)")
     tag.add_argument("--format", choices=("text", "jsonl"), default="text", help="text (default) or jsonl")
+    tag.add_argument("--conll", action="store_true",
+                     help="--file is a CoNLL column file (a word per line, a blank line between sentences): print it, "
+                          "or write it to --output, with each word's predicted tag as a new last column, the words "
+                          "not split again (conlleval and seqeval read the result)")
+    tag.add_argument("--token-column", type=int, default=0,
+                     help="with --conll: the column of the words (default 0, the first; -1 the last)")
 
 
 def add_answer(sub, commands) -> None:

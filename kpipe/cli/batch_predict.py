@@ -75,13 +75,15 @@ def pair_table(pairs: list[tuple[str, str]]) -> TextTable:
     return TextTable({"text": [a for a, _ in pairs], "text_pair": [b for _, b in pairs]}, "text", "text_pair")
 
 
-def check_output(output: str | Path, inputs: str | Path | None, overwrite: bool = False) -> Path:
-    """The output path, checked before any work: a format kpipe writes, not the input file, a folder that exists,
-    no file already there unless `overwrite`."""
+def check_output(output: str | Path, inputs: str | Path | None, overwrite: bool = False,
+                 any_format: bool = False) -> Path:
+    """The output path, checked before any work: a format kpipe writes (unless `any_format`: the command writes
+    one format whatever the name), not the input file, a folder that exists, no file already there unless
+    `overwrite`."""
     output = Path(output)
     if output.is_dir():
         raise KpipeError(f"--output {output} is a folder: name a file in it (e.g. {output / 'predictions.csv'})")
-    if output.suffix.lower() not in OUTPUT_SUFFIXES:
+    if not any_format and output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise KpipeError(f"cannot tell which format to write to {output}: name it with one of "
                          f"{', '.join(OUTPUT_SUFFIXES)}")
     if inputs is not None and output.resolve() == Path(inputs).resolve():

@@ -116,6 +116,8 @@ def cmd_translate(args) -> int:
 
 
 def cmd_tag(args) -> int:
+    if args.conll:
+        return _tag_conll(args)
     table, output = _texts_and_output(args, "tag")
     model_dir = export_of(args, "tag", "kpipe tag", signature="tag_tokens")  # fails fast, before TensorFlow loads
     if output:
@@ -124,6 +126,29 @@ def cmd_tag(args) -> int:
 
     for answer in tag_texts(model_dir, table.texts):
         print(json.dumps(answer, ensure_ascii=False) if args.format == "jsonl" else marked(answer))
+    return 0
+
+
+def _tag_conll(args) -> int:
+    """A CoNLL --file tagged line by line (`kpipe.tasks.tag.conll_out`), printed or written to --output."""
+    from kpipe.atomic import write_text_atomically
+    from kpipe.cli import batch_predict
+    from kpipe.datasets.files import read_text
+    from kpipe.tasks.tag.conll_out import conll_sentences, tag_conll
+
+    if not args.file or args.texts:
+        raise KpipeError("--conll tags a CoNLL --file (a word per line, a blank line between sentences); give the "
+                         "file, and no texts")
+    output = (batch_predict.check_output(args.output, args.file, overwrite=args.overwrite, any_format=True)
+              if args.output else None)
+    lines, sentences = conll_sentences(read_text(_existing_file("--file", args.file)), args.file, args.token_column)
+    model_dir = export_of(args, "tag", "kpipe tag", signature="tag_tokens")  # fails fast, before TensorFlow loads
+    tagged = "\n".join(tag_conll(model_dir, lines, sentences, args.token_column))
+    if output is None:
+        print(tagged, end="" if tagged.endswith("\n") else "\n")
+        return 0
+    write_text_atomically(output, tagged)
+    print(f"Wrote {len(sentences)} sentence{'s' if len(sentences) != 1 else ''} to {output}")
     return 0
 
 

@@ -2,6 +2,7 @@
 signatures agreeing with each other and with the report, `kpipe tag` in a real process, and every mistake of a
 tagged file as one line with exit 2 and nothing written."""
 
+import itertools
 import json
 import subprocess
 import sys
@@ -82,6 +83,51 @@ def test_a_table_of_texts_gets_its_rows_back_with_the_marked_text_tags_and_entit
     assert list(written["marked"]) == [marked(a) for a in expected]
     assert list(written["tags"]) == [" ".join(a["tags"]) for a in expected]
     assert [json.loads(e) for e in written["entities"]] == [a["entities"] for a in expected]
+
+
+CONLL = ("-DOCSTART- -X- O O\n\nBarack NNP B-PER\nObama NNP I-PER\nvisited VBD O\nParis NNP B-LOC\n\n"
+         "Paris NNP B-LOC\n\nI PRP O\nlove VBP O\nNew NNP B-LOC\nYork NNP I-LOC\n")
+
+
+def test_a_conll_file_is_tagged_line_by_line_in_its_own_words(exported, tmp_path, monkeypatch, capsys):
+    """CoNLL in, CoNLL out: each word line gets the tag `tag_tokens` gives that sentence's words as a new last
+    column, -DOCSTART- an O, blank lines stay (conlleval reads the result); printed, or written to --output."""
+    from kpipe.exports.saved_model import load_saved_model
+
+    _, export = exported
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dev.txt").write_text(CONLL, encoding="utf-8")
+    assert main(["tag", str(export), "--file", "dev.txt", "--conll", "--output", "dev.tagged"]) == 0
+    written = (tmp_path / "dev.tagged").read_text(encoding="utf-8").split("\n")
+    source = CONLL.split("\n")
+    assert len(written) == len(source) and [w == "" for w in written] == [s == "" for s in source]
+    tag_tokens = load_saved_model(export).signatures["tag_tokens"]
+    tags = iter([])
+    for words in (["Barack", "Obama", "visited", "Paris"], ["Paris"], ["I", "love", "New", "York"]):
+        padded = np.array([words + [""] * (4 - len(words))], dtype=object)
+        tags = itertools.chain(tags, [t.decode() for t in tag_tokens(tokens=padded)["tags"].numpy()[0][:len(words)]])
+    expected = [line + (" O" if line.startswith("-DOCSTART-") else f" {next(tags)}") if line else ""
+                for line in source]
+    assert written == expected
+    capsys.readouterr()
+    assert main(["tag", str(export), "--file", "dev.txt", "--conll"]) == 0  # printed, the same lines
+    assert capsys.readouterr().out.split("\n")[:len(written)] == written
+
+
+@pytest.mark.parametrize("text, extra, message", [
+    ("EU B-ORG\nrejects VBZ O\n", [], "dev.txt:2: 3 columns, but the file's first word line has 2"),
+    ("EU B-ORG\n", ["--token-column", "2"], "dev.txt:1: --token-column 2, but the lines have 2 column(s)"),
+    ("-DOCSTART- -X- O O\n\n", [], "dev.txt holds no sentences"),
+    ("EU B-ORG\n", ["extra text"], "--conll tags a CoNLL --file"),
+])
+def test_a_bad_conll_file_is_one_line_exit_2_before_the_model_loads(tmp_path, monkeypatch, capsys, text, extra,
+                                                                    message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dev.txt").write_text(text, encoding="utf-8")
+    assert main(["tag", "no-such-export", "--file", "dev.txt", "--conll", "--output", "out.txt", *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "out.txt").exists()
 
 
 @pytest.mark.parametrize("text, name, extra, message", [
