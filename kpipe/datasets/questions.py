@@ -63,6 +63,10 @@ class QuestionsDataConfig(DataSourceConfig):
     test_fraction: float = 0.15
     seed: int = 1337
 
+    def describe(self) -> str:
+        """As the other sources do ("file:squad.json"); a glob is read whole, file by file, not streamed as shards."""
+        return f"files:{self.path}" if self.source == "shards" else super().describe()
+
     def __post_init__(self):
         super().__post_init__()
         check_choice("misaligned", self.misaligned, MISALIGNED)

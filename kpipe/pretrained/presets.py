@@ -145,6 +145,15 @@ def load_backbone(preset: str):
     return _from_preset(keras_hub.models.Backbone, preset)
 
 
+def backbone_input_names(preset: str) -> set[str]:
+    """The inputs the preset's backbone takes (DistilBERT has no segment ids), read off its architecture built
+    without its weights."""
+    import keras_hub
+
+    backbone = _from_preset(keras_hub.models.Backbone, preset, load_weights=False)
+    return {tensor.name.split(":")[0] for tensor in backbone.inputs}
+
+
 def load_preprocessor(preset: str, sequence_length: int):
     """The preset's `TextClassifierPreprocessor` (its tokenizer, special tokens and packing), cutting or
     padding every text to `sequence_length` tokens, special tokens included; for a family keras-hub has no

@@ -135,10 +135,8 @@ def train(run: Run, config: PipelineConfig, splits: QuestionSplits, windows: Ans
     def build() -> keras.Model:  # under the run's strategy, so the backbone is loaded inside build
         return family_spec("answer", model_config.family).build(model_config, presets.load_backbone(model_config.preset))
 
-    names = [name for name in ("token_ids", "segment_ids", "padding_mask")]
-    probe = build()  # which inputs the architecture takes (DistilBERT has no segment ids)
-    names = [name for name in names if name in {t.name.split(":")[0] for t in probe.inputs}]
-    del probe
+    taken = presets.backbone_input_names(model_config.preset)
+    names = [name for name in ("token_ids", "segment_ids", "padding_mask") if name in taken]
     seed, batch = config.training.seed, run.global_batch
     scoring = ValidationAnswers(windows, config.preprocessing, splits) if splits.validation else None
     model, history = run.train(build, loss=SpanLoss(), metrics=[],

@@ -90,6 +90,10 @@ def test_a_glob_reads_several_files(tmp_path):
     write_squad_json(tmp_path / "b.json", articles=5, seed=2)
     splits = load(tmp_path / "*.json", test_fraction=0.3)
     assert len(splits.train) + len(splits.validation) + len(splits.test) == 2 * 5 * 3 * 4
+    # the report's data line: a glob of files read whole, not the streamed "shards" of the classifiers
+    glob = str(tmp_path / "*.json")
+    assert QuestionsDataConfig(source="shards", path=glob).describe() == f"files:{glob}"
+    assert QuestionsDataConfig(path=str(tmp_path / "a.json")).describe() == f"file:{tmp_path / 'a.json'}"
 
 
 @pytest.mark.parametrize("write, message", [
