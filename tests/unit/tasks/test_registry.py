@@ -12,7 +12,7 @@ from kpipe.config.training import EARLY_STOPPING_MONITORS
 from kpipe.errors import ConfigError
 from kpipe.families.ensemble.config import EnsembleClassifierConfig
 from kpipe.families.spec import resolve
-from kpipe.tasks.named_pipelines import load_pipeline, registry
+from kpipe.tasks.named_pipelines import load_pipeline, pipeline_path, registry
 from kpipe.tasks.registry import TASKS
 from kpipe.tuning.study import tuning_metric
 
@@ -62,6 +62,19 @@ def test_every_pipeline_has_a_tuning_metric_or_says_in_one_line_why_not(pipeline
         assert config.task in ("embed", "word2vec") and "\n" not in str(error)
     else:
         assert metric.startswith("val_")
+
+
+@pytest.mark.parametrize("pipeline", sorted(name for name in registry()
+                                            if "[tune]" in pipeline_path(name).read_text(encoding="utf-8")))
+def test_every_shipped_search_space_offers_only_settings_its_pipeline_accepts(pipeline):
+    """`kpipe tune PIPELINE` with the pipeline's own [tune] table, checked here and not at a user's first study
+    (ner-tweets' table held its training seed, so `kpipe tune ner-tweets` refused it)."""
+    from kpipe.tuning.space import check_space, load_space
+
+    dimensions = load_space(pipeline, None)
+    assert dimensions
+    check_space(pipeline, [], dimensions)  # raises ConfigError naming the value the config refuses
+    assert tuning_metric(load_pipeline(pipeline, [])).startswith("val_")
 
 
 def test_the_tuning_metric_follows_the_data_and_the_monitor():
