@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import re
@@ -97,7 +96,7 @@ class JSONResponse(Response):
     media_type = "application/json"
 
     def render(self, content) -> bytes:
-        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return json_pieces.dumps(content)
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -221,7 +220,7 @@ class ModelServer:
         except InputRejected as failure:
             raise rest.BadRequest(f"the model rejected the input: {failure}") from None
         self.counts[model.name]["requests"] += 1
-        rendered = await loop.run_in_executor(codec, lambda: json_pieces.dumps(rest.response(outputs, rows)))
+        rendered = await loop.run_in_executor(codec, lambda: JSONResponse(rest.response(outputs, rows)).body)
         return Response(rendered, media_type="application/json")
 
     def batcher(self, name: str, current: LoadedVersion, signature_name: str) -> MicroBatcher:

@@ -52,12 +52,11 @@ async def read_body(request: Request, limit: int, timeout: float, take=lambda si
     reserved = declared or 0
     take(reserved)
     body = bytearray()
-    chunks = request.stream().__aiter__()
     try:
         # one deadline for the whole body (a timer per chunk cost the event loop a task for each of a 16 MiB
         # body's hundreds of chunks)
         async with asyncio.timeout(timeout):
-            async for chunk in chunks:
+            async for chunk in request.stream():
                 if len(body) + len(chunk) > reserved:
                     take(len(body) + len(chunk) - reserved)
                     reserved = len(body) + len(chunk)

@@ -173,7 +173,7 @@ class _Pieces:
             i = j
         return items
 
-    def _object(self, bounds: list[int], first: int, last: int, inner: int) -> dict:
+    def _object(self, bounds: np.ndarray, first: int, last: int, inner: int) -> dict:
         colons = self.positions[first:last][(self.kinds[first:last] == _COLON) & (self.depth[first:last] == inner)]
         if len(colons) != len(bounds) - 1:
             raise _NotUnderstood
@@ -196,8 +196,7 @@ def dumps(value, items_per_piece: int = 4096) -> bytes:
                 isinstance(v, (list, dict)) for v in item.values()):
             return "{" + ",".join(f"{encode(key)}:{render(v)}" for key, v in item.items()) + "}"
         if isinstance(item, list) and item:
-            size = len(item[0]) if isinstance(item[0], (list, dict)) and item[0] else 1
-            step = max(1, items_per_piece // size)
+            step = _slice_length(item, items_per_piece)
             if len(item) > step:
                 return "[" + ",".join(encode(item[i:i + step])[1:-1] for i in range(0, len(item), step)) + "]"
         return encode(item)
@@ -213,7 +212,13 @@ def release(value, items_per_piece: int = 16384) -> None:
             if isinstance(item, (dict, list)):
                 release(item, items_per_piece)
     elif isinstance(value, list) and value:
-        inner = len(value[0]) if isinstance(value[0], (list, dict)) else 1  # rows of token ids: fewer at a time
-        step = max(1, items_per_piece // max(inner, 1))
+        step = _slice_length(value, items_per_piece)
         while value:
             del value[-step:]
+
+
+def _slice_length(items: list, items_per_piece: int) -> int:
+    """How many of a list's elements make a slice of about `items_per_piece` values: fewer when its elements are
+    themselves lists or objects (rows of token ids), judged by the first."""
+    first = items[0]
+    return max(1, items_per_piece // max(len(first) if isinstance(first, (list, dict)) else 1, 1))

@@ -12,14 +12,23 @@ from kpipe.serving import app, rest
 from kpipe.serving.signatures import STRING, Signature, TensorInfo
 
 
-def test_a_small_request_is_answered_while_large_bodies_are_still_being_decoded(monkeypatch):
-    signature = Signature("serving_default", lambda inputs: {"length": np.array([len(t) for t in inputs["text"]])},
-                          {"text": TensorInfo("text", STRING, (None,))},
+def lengths(inputs):
+    return {"length": np.array([len(t) for t in inputs["text"]])}
+
+
+def length_server(call=lengths, **options) -> app.ModelServer:
+    """A server of one model "m" whose signature `call`s with texts and answers their lengths."""
+    signature = Signature("serving_default", call, {"text": TensorInfo("text", STRING, (None,))},
                           {"length": TensorInfo("length", np.dtype(np.int64), (None,))})
     model = types.SimpleNamespace(name="m", current=types.SimpleNamespace(version=1, signatures={
         "serving_default": signature}))
     repository = types.SimpleNamespace(models={"m": model}, get=lambda name: model if name == "m" else None)
-    server = app.ModelServer(repository, app.ServeOptions(batching=False))
+    return app.ModelServer(repository, app.ServeOptions(**options))
+
+
+
+def test_a_small_request_is_answered_while_large_bodies_are_still_being_decoded(monkeypatch):
+    server = length_server(batching=False)
     release, parse = threading.Event(), rest.parse_body
 
     def slow_for_large_bodies(body):
@@ -161,14 +170,9 @@ def test_bulk_requests_that_no_batcher_gathers_run_one_at_a_time_and_small_ones_
             release.wait(5)
         with lock:
             running[0] -= 1
-        return {"length": np.array([len(t) for t in inputs["text"]])}
+        return lengths(inputs)
 
-    signature = Signature("serving_default", call, {"text": TensorInfo("text", STRING, (None,))},
-                          {"length": TensorInfo("length", np.dtype(np.int64), (None,))})
-    model = types.SimpleNamespace(name="m", current=types.SimpleNamespace(version=1, signatures={
-        "serving_default": signature}))
-    repository = types.SimpleNamespace(models={"m": model}, get=lambda name: model if name == "m" else None)
-    server = app.ModelServer(repository, app.ServeOptions(batching=False, max_batch_size=64, threads=4))
+    server = length_server(call, batching=False, max_batch_size=64, threads=4)
     bulk = json.dumps({"instances": ["x"] * 200}).encode()
     small = json.dumps({"instances": ["hello"]}).encode()
 
@@ -191,15 +195,8 @@ def test_bulk_requests_that_no_batcher_gathers_run_one_at_a_time_and_small_ones_
 def test_a_large_bodys_decoding_and_a_bulk_call_never_overlap(monkeypatch):
     """Both are bulk work: they take the server's one bulk turn (each paced on its own, they overlapped and
     together took two thirds of the time)."""
-    signature = Signature("serving_default", lambda inputs: {"length": np.array([len(t) for t in inputs["text"]])},
-                          {"text": TensorInfo("text", STRING, (None,))},
-                          {"length": TensorInfo("length", np.dtype(np.int64), (None,))})
-    model = types.SimpleNamespace(name="m", current=types.SimpleNamespace(version=1, signatures={
-        "serving_default": signature}))
-    repository = types.SimpleNamespace(models={"m": model}, get=lambda name: model if name == "m" else None)
-    server = app.ModelServer(repository, app.ServeOptions(batching=False, max_batch_size=64))  # no batcher: the
-    # bulk call is the server's own
-    busy, overlaps, decode, call = [0], [], app.ModelServer.decode, signature.__call__
+    server = length_server(batching=False, max_batch_size=64)  # no batcher: the bulk call is the server's own
+    busy, overlaps, decode = [0], [], app.ModelServer.decode
 
     def counting(work):
         def run(*args):

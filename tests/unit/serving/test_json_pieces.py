@@ -89,14 +89,19 @@ def test_utf8_is_checked_in_pieces_and_the_bad_byte_named_where_one_decode_names
             assert got == expected, (bytes(data), piece)
 
 
+def one_render(value) -> bytes:
+    """What the server rendered with one call (and TF Serving's clients read)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 def test_answers_rendered_in_slices_are_the_bytes_one_render_gives():
     rng = random.Random(0)
     for _ in range(300):
         value = {"predictions": random_value(rng)}
         for step in (1, 3, 50):
-            assert json_pieces.dumps(value, step) == JSONResponse(value).body
+            assert json_pieces.dumps(value, step) == one_render(value)
     value = {"predictions": [{"label": "pos", "probabilities": [0.25, float("nan")]}] * 10_000}
-    assert json_pieces.dumps(value) == JSONResponse(value).body
+    assert json_pieces.dumps(value) == JSONResponse(value).body == one_render(value)  # errors and listings too
 
 
 def test_a_parsed_body_is_emptied_a_slice_at_a_time():
