@@ -139,6 +139,8 @@ def _tag_conll(args) -> int:
     if not args.file or args.texts:
         raise KpipeError("--conll tags a CoNLL --file (a word per line, a blank line between sentences); give the "
                          "file, and no texts")
+    if args.column:
+        raise KpipeError("--column picks a table's column of texts; a CoNLL file's words are in --token-column")
     output = (batch_predict.check_output(args.output, args.file, overwrite=args.overwrite, any_format=True)
               if args.output else None)
     lines, sentences = conll_sentences(read_text(_existing_file("--file", args.file)), args.file, args.token_column)

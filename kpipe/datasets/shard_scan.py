@@ -129,7 +129,6 @@ def scan_shards(config: TextClassificationDataConfig, cache_dir: Path) -> ShardS
     import os
     import shutil
 
-
     paths = shard_files.list_shards(config.path)
     stamp = scan_stamp(config, paths)
     folder = Path(cache_dir) / f"shards-{stamp}"
