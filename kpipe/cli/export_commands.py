@@ -136,11 +136,9 @@ def _tag_conll(args) -> int:
     from kpipe.datasets.files import read_text
     from kpipe.tasks.tag.conll_out import conll_sentences, tag_conll
 
-    if not args.file or args.texts:
-        raise KpipeError("--conll tags a CoNLL --file (a word per line, a blank line between sentences); give the "
-                         "file, and no texts")
-    if args.column:
-        raise KpipeError("--column picks a table's column of texts; a CoNLL file's words are in --token-column")
+    if not args.file or args.texts or args.column:
+        raise KpipeError("--conll tags a CoNLL --file (a word per line, a blank line between sentences, the words in "
+                         "--token-column); give the file, no texts and no --column")
     output = (batch_predict.check_output(args.output, args.file, overwrite=args.overwrite, any_format=True)
               if args.output else None)
     lines, sentences = conll_sentences(read_text(_existing_file("--file", args.file)), args.file, args.token_column)

@@ -119,7 +119,7 @@ def test_a_conll_file_is_tagged_line_by_line_in_its_own_words(exported, tmp_path
     ("EU B-ORG\n", ["--token-column", "2"], "dev.txt:1: --token-column 2, but the lines have 2 column(s)"),
     ("-DOCSTART- -X- O O\n\n", [], "dev.txt holds no sentences"),
     ("EU B-ORG\n", ["extra text"], "--conll tags a CoNLL --file"),
-    ("EU B-ORG\n", ["--column", "text"], "a CoNLL file's words are in --token-column"),
+    ("EU B-ORG\n", ["--column", "text"], "the words in --token-column); give the file, no texts and no --column"),
 ])
 def test_a_bad_conll_file_is_one_line_exit_2_before_the_model_loads(tmp_path, monkeypatch, capsys, text, extra,
                                                                     message):
