@@ -2,7 +2,9 @@
 
 Softmax attention weighs value j for query i by exp(q_i·k_j/√d), which needs all N² pairs. Replacing the
 exponential by a kernel φ(q_i)·φ(k_j) with a positive feature map φ lets the sums be reordered
-(`kernel_attention`): O(N d²) instead of O(N² d).
+(`kernel_attention`): O(N d²) instead of O(N² d). Causal, the sums run over time: `step` is that recurrent form, one token at a time
+from a state (S = Σ φ(k) vᵀ, z = Σ φ(k)) whose size does not grow with the text, and `state_of` the state after a
+whole sequence in one pass.
 """
 
 from __future__ import annotations
@@ -42,6 +44,34 @@ class LinearAttention(ProjectedAttention):
     def attend(self, q, k, v, mask, training=None):
         return kernel_attention(feature_map(self.feature_map, q), feature_map(self.feature_map, k), v,
                                 self.causal, self.epsilon, key_mask=mask)
+
+    # === The recurrent form (causal) ===
+
+    def initial_state(self, batch):
+        """S (batch, heads, key_dim, key_dim) and z (batch, heads, key_dim), zero: no key read yet."""
+        return (ops.zeros((batch, self.num_heads, self.key_dim, self.key_dim), self.compute_dtype),
+                ops.zeros((batch, self.num_heads, self.key_dim), self.compute_dtype))
+
+    def step(self, x, state):
+        """One position: x (batch, features) and the state before it -> the output at it (what `call` gives at
+        that position of a causal sequence) and the state after it."""
+        batch = ops.shape(x)[0]
+        q, k, v = (ops.reshape(dense(x), (batch, self.num_heads, self.key_dim))
+                   for dense in (self.query, self.key, self.value))
+        q_features, k_features = feature_map(self.feature_map, q), feature_map(self.feature_map, k)
+        summary, normaliser = state
+        summary = summary + ops.einsum("bhf,bhd->bhfd", k_features, v)
+        normaliser = normaliser + k_features
+        heads = ops.einsum("bhf,bhfd->bhd", q_features, summary) / (
+            ops.sum(q_features * normaliser, axis=-1) + self.epsilon)[..., None]
+        return self.output_dense(ops.reshape(heads, (batch, self.num_heads * self.key_dim))), (summary, normaliser)
+
+    def state_of(self, inputs, state):
+        """The state after reading all of `inputs` (batch, time, features) from `state`, in one pass."""
+        k, v = (self._heads(dense(inputs)) for dense in (self.key, self.value))
+        k_features = feature_map(self.feature_map, k)
+        summary, normaliser = state
+        return (summary + ops.einsum("bthf,bthd->bhfd", k_features, v), normaliser + ops.sum(k_features, axis=1))
 
     def get_config(self):
         return {**super().get_config(), "feature_map": self.feature_map}

@@ -33,6 +33,7 @@ from kpipe.families import (
     pretrained_tagger,
     rnn_classifier,
     rnn_forecaster,
+    rnn_lm,
     rnn_tagger,
     sentence_encoder,
     seq2seq_attention,
@@ -296,7 +297,7 @@ TASKS = {spec.name: spec for spec in (
              "kpipe.tasks.generate.run:run_generate", command="kpipe generate EXPORT --count 10",
              tuning_metric=lambda config: "val_loss",  # NLL per character
              headline=("test_nll_per_char", "bigram_nll_per_char")),
-    TaskSpec("lm", DocumentsDataConfig, LanguageModelPreprocessingConfig, (gpt.SPEC,),
+    TaskSpec("lm", DocumentsDataConfig, LanguageModelPreprocessingConfig, (gpt.SPEC, rnn_lm.SPEC),
              "kpipe.tasks.lm.run:run_lm", command='kpipe generate EXPORT --prompt "In the beginning"',
              tuning_metric=lambda config: "val_loss",  # NLL per token: the tokenizer is fixed by the data
              headline=("test.perplexity_per_word", "baseline.test.perplexity_per_word", "test.bits_per_character")),

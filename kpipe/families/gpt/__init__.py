@@ -1,5 +1,5 @@
 """The `gpt` model family: a causal transformer language model (GPT-2's shape, keras-hub's layers). `config.py`
-holds its config (no TensorFlow), `model.py` its builder; `SPEC` below is what the task registry lists."""
+holds its config (no TensorFlow), `model.py` its builder, `decoding.py` its generation; `SPEC` below is what the task registry lists."""
 
 from kpipe.families.gpt.config import GPTConfig
 from kpipe.families.spec import FamilySpec
@@ -8,6 +8,8 @@ SPEC = FamilySpec(
     "gpt",
     config=GPTConfig,
     builder="kpipe.families.gpt.model:build_gpt",
+    decoder="kpipe.families.gpt.decoding:gpt_decoder",
     summary="token and position embeddings -> causal decoder blocks (keras-hub GPT-2) -> the next token, output tied "
-            "to the input embedding; generation with key/value caches",
+            "to the input embedding; softmax attention generating with key/value caches, or linear attention with "
+            "a recurrent state",
 )

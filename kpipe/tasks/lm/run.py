@@ -48,9 +48,10 @@ def _run_lm(run: Run, config: PipelineConfig) -> RunResult:
     documents = load_documents(config.data)
     bpe = ByteBPE.learn(documents.train, pre.vocabulary_size)
     tokens = {split: bpe.encode(getattr(documents, split)) for split in ("train", "validation", "test")}
-    model_config = dataclasses.replace(config.model, vocabulary_size=bpe.size, max_sequence_length=pre.sequence_length)
+    model_config = derived(config.model, vocabulary_size=bpe.size, max_sequence_length=pre.sequence_length)
     model, history = train(run, model_config, tokens, bpe.end_of_text, pre.sequence_length)
-    serving = LanguageModelServing(model, bpe, pre.sequence_length)
+    decoder = family_spec("lm", model_config.family).decoding()(model, model_config)
+    serving = LanguageModelServing(model, decoder, bpe, pre.sequence_length)
     metrics = {
         **run.common_metrics(history),
         "data": {"source": config.data.describe(), **documents.sizes(),
@@ -73,6 +74,13 @@ def _run_lm(run: Run, config: PipelineConfig) -> RunResult:
 
 
 # === Stages ===
+
+def derived(model_config, **values):
+    """The model config with the values kpipe derives from the data, for the fields its family has (a recurrent
+    model reads any length: it has no max_sequence_length)."""
+    fields = {field.name for field in dataclasses.fields(model_config)}
+    return dataclasses.replace(model_config, **{key: value for key, value in values.items() if key in fields})
+
 
 def windows(documents: list[list[int]], end_of_text: int, length: int) -> np.ndarray:
     """The documents as one stream (each after an end-of-text token) cut into windows of length + 1 tokens."""

@@ -4,8 +4,8 @@
 - `generate`: prompt, max_new_tokens, temperature, top_k, top_p, seed -> text (temperature 0 = greedy);
 - `score`: text -> log_likelihood (total, nats), words, characters, tokens: perplexity on any text.
 
-Generation runs keras-hub's samplers over `GPT2CausalLM.call_with_cache` (key/value caches, one position per step),
-as keras-hub's own `generate_step` does; the tokenizer is keras-hub's `BytePairTokenizer` with the learnt BPE.
+Generation runs keras-hub's samplers over the model family's decoder (`kpipe.families.lm_decoding`: `gpt`'s key/value
+caches, a recurrent state), one position per step, as keras-hub's own `generate_step` does; the tokenizer is keras-hub's `BytePairTokenizer` with the learnt BPE.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ DEFAULT_NEW_TOKENS = 64
 class LanguageModelServing(tf.Module):
     """The trained model, its tokenizer and its samplers behind the export's three signatures."""
 
-    def __init__(self, model: keras.Model, bpe: ByteBPE, sequence_length: int):
+    def __init__(self, model: keras.Model, decoder, bpe: ByteBPE, sequence_length: int):
         super().__init__()
-        self.model, self.sequence_length = model, sequence_length
+        self.model, self.decoder, self.sequence_length = model, decoder, sequence_length
         self.tokenizer = bpe.in_graph()
         self.end_of_text = bpe.end_of_text
         self.greedy = keras_hub.samplers.GreedySampler()
@@ -54,7 +54,7 @@ class LanguageModelServing(tf.Module):
     # === Generation ===
 
     def _generate(self, prompt, max_new_tokens, temperature, top_k, top_p, seed):
-        vocabulary = self.model.backbone.vocabulary_size
+        vocabulary = self.decoder.vocabulary_size
         checks = [
             tf.debugging.assert_none_equal(max_new_tokens, 0, message="max_new_tokens must be > 0"),
             tf.debugging.assert_greater_equal(max_new_tokens, -1, message="max_new_tokens must be > 0"),
@@ -79,16 +79,14 @@ class LanguageModelServing(tf.Module):
         with tf.control_dependencies([prompt_fits, output_fits]):  # the model reads nothing past its positions
             token_ids = padded(ids, total, value=self.end_of_text + 1)
         padding_mask = tf.sequence_mask(lengths, total)
-        cache = self._empty_cache(token_ids)
-        _, _, cache = self.model.call_with_cache(token_ids, cache, 0)
+        first = tf.reduce_min(lengths)  # the samplers start here; rows with longer prompts keep theirs
+        cache = self.decoder.prefill(token_ids, first - 1, self.decoder.empty_cache(token_ids))
 
         def next_token(prompt_ids, cache, index):  # keras-hub's contract: the logits after position index - 1
-            step = tf.slice(prompt_ids, [0, index - 1], [-1, 1])
-            logits, hidden, cache = self.model.call_with_cache(step, cache, index - 1)
-            return logits[:, 0, :], hidden[:, 0, :], cache
+            return self.decoder.step(tf.slice(prompt_ids, [0, index - 1], [-1, 1]), cache, index - 1)
 
         def sample(sampler):
-            return sampler(next=next_token, prompt=token_ids, cache=cache, index=tf.reduce_min(lengths),
+            return sampler(next=next_token, prompt=token_ids, cache=cache, index=first,
                            mask=padding_mask, stop_token_ids=[self.end_of_text])
 
         def sampled():
@@ -107,12 +105,6 @@ class LanguageModelServing(tf.Module):
         ids = tf.cast(self.tokenizer(texts), tf.int32)
         start = tf.fill([tf.shape(texts)[0], 1], self.end_of_text)
         return tf.concat([tf.RaggedTensor.from_tensor(start), ids], axis=1)
-
-    def _empty_cache(self, token_ids):
-        backbone = self.model.backbone
-        shape = [tf.shape(token_ids)[0], backbone.num_layers, 2, tf.shape(token_ids)[1], backbone.num_heads,
-                 backbone.hidden_dim // backbone.num_heads]
-        return tf.zeros(shape, self.model.compute_dtype)
 
     def _continuations(self, token_ids, lengths, max_new_tokens):
         """The tokens after each prompt, up to its first end-of-text and at most max_new_tokens, as text."""

@@ -211,11 +211,17 @@ def _rnn_tagger(**kwargs):
                                                     casing_dim=2, units=(4,), **kwargs))
 
 
-def _gpt():
+def _gpt(**kwargs):
     from kpipe.families.gpt.config import GPTConfig
     from kpipe.families.gpt.model import build_gpt
     return lambda: build_gpt(GPTConfig(vocabulary_size=12, max_sequence_length=8, num_layers=1, num_heads=2,
-                                       hidden_dim=8, intermediate_dim=16, dropout=0.0))
+                                       hidden_dim=8, intermediate_dim=16, dropout=0.0, **kwargs))
+
+
+def _rnn_lm(**kwargs):
+    from kpipe.families.rnn_lm.config import RNNLanguageModelConfig
+    from kpipe.families.rnn_lm.model import build_rnn_lm
+    return lambda: build_rnn_lm(RNNLanguageModelConfig(vocabulary_size=12, embedding_dim=6, units=(8,), **kwargs))
 
 
 SPARSE_CE = "sparse_categorical_crossentropy"
@@ -256,6 +262,9 @@ FAMILY_CASES = [
     FamilyCase("rnn_tagger[softmax, character BiLSTM]", "rnn_tagger",
                _rnn_tagger(output="softmax", char_features="lstm"), SPARSE_CE, (BATCH, None, 5)),
     FamilyCase("gpt", "gpt", _gpt(), LOGITS_CE, (BATCH, None, 12)),
+    FamilyCase("gpt[linear attention]", "gpt", _gpt(attention="linear"), LOGITS_CE, (BATCH, None, 12)),
+    FamilyCase("rnn_lm[lstm, tied through a projection]", "rnn_lm", _rnn_lm(), LOGITS_CE, (BATCH, None, 12)),
+    FamilyCase("rnn_lm[gru, untied]", "rnn_lm", _rnn_lm(cell="gru", tie_weights=False), LOGITS_CE, (BATCH, None, 12)),
     FamilyCase("pretrained_reader", "pretrained_reader", _pretrained_reader, SpanLoss(), (BATCH, None, 2)),
     FamilyCase("pretrained_tagger[last, softmax]", "pretrained_tagger", _pretrained_tagger(), SPARSE_CE,
                (BATCH, None, 5)),

@@ -61,3 +61,24 @@ def test_saves_and_loads_inside_a_model(tmp_path):
 def test_an_unknown_feature_map_names_the_known_ones():
     with pytest.raises(ValueError, match=r"feature_map must be one of \('elu', 'relu'\). Received: feature_map='exp'"):
         LinearAttention(2, 3, feature_map="exp")
+
+
+@pytest.mark.parametrize("feature_map", ["elu", "relu"])
+def test_the_recurrent_form_step_by_step_equals_the_causal_formula(feature_map):
+    """`step` from `initial_state`, token after token, gives the pair-by-pair formula's causal outputs, and
+    `state_of` a prefix gives the state the steps reach (the generation path of `gpt` with linear attention)."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 6, WIDTH)).astype("float32")
+    layer = LinearAttention(HEADS, KEY_DIM, feature_map=feature_map, causal=True)
+    layer(x)
+    expected = numpy_linear_attention(layer, x, np.ones((2, 6), bool), True, feature_map)
+    state, outputs = layer.initial_state(2), []
+    for t in range(6):
+        out, state = layer.step(x[:, t], state)
+        outputs.append(keras.ops.convert_to_numpy(out))
+        if t == 3:
+            at_four = layer.state_of(x[:, :4], layer.initial_state(2))
+            for part, stepped in zip(at_four, state):
+                np.testing.assert_allclose(keras.ops.convert_to_numpy(part), keras.ops.convert_to_numpy(stepped),
+                                           rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.stack(outputs, axis=1), expected, rtol=1e-4, atol=1e-5)

@@ -1,12 +1,14 @@
-"""The language-model export's graph: greedy generation with key/value caches equals rerunning the whole model on
-every prefix, `score` equals the log-softmax of the model's own logits (windows included), and a seed repeats."""
+"""The language-model export's graph, for every family's decoder: greedy generation (with key/value caches, or a
+recurrent state) equals rerunning the whole model on every prefix, `score` equals the log-softmax of the model's
+own logits (windows included), and a seed repeats."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from kpipe.families.gpt.config import GPTConfig
-from kpipe.families.gpt.model import build_gpt
+from kpipe.families.rnn_lm.config import RNNLanguageModelConfig
+from kpipe.tasks.registry import family_spec
 from kpipe.preprocessing.byte_bpe import ByteBPE
 from kpipe.tasks.lm.serving import LanguageModelServing
 
@@ -15,13 +17,27 @@ TEXTS = ["In the beginning God created the heavens and the earth.", "And God sai
 CONTEXT = 24
 
 
-@pytest.fixture(scope="module")
-def served():
+MODELS = {  # a small model of each family (and cell), dropout on: generation must not apply it
+    "gpt": lambda size: GPTConfig(vocabulary_size=size, max_sequence_length=CONTEXT, num_layers=2, num_heads=2,
+                                  hidden_dim=16, intermediate_dim=32, dropout=0.0),
+    "gpt[linear attention]": lambda size: GPTConfig(vocabulary_size=size, max_sequence_length=CONTEXT, num_layers=2,
+                                                    num_heads=2, hidden_dim=16, intermediate_dim=32, dropout=0.3,
+                                                    attention="linear"),
+    "rnn_lm[lstm, projected]": lambda size: RNNLanguageModelConfig(vocabulary_size=size, embedding_dim=12,
+                                                                   units=(16, 16), dropout=0.3),
+    "rnn_lm[gru]": lambda size: RNNLanguageModelConfig(vocabulary_size=size, embedding_dim=16, cell="gru",
+                                                       units=(16,), dropout=0.3),
+}
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def served(request):
     bpe = ByteBPE.learn(TEXTS, vocabulary_size=300)
     tf.keras.utils.set_random_seed(0)
-    model = build_gpt(GPTConfig(vocabulary_size=bpe.size, max_sequence_length=CONTEXT, num_layers=2, num_heads=2,
-                                hidden_dim=16, intermediate_dim=32, dropout=0.0))
-    return bpe, model, LanguageModelServing(model, bpe, CONTEXT)
+    config = MODELS[request.param](bpe.size)
+    spec = family_spec("lm", config.family)
+    model = spec.build(config)
+    return bpe, model, LanguageModelServing(model, spec.decoding()(model, config), bpe, CONTEXT)
 
 
 def log_softmax(logits):
