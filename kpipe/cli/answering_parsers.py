@@ -63,9 +63,9 @@ def add_generate(sub, commands) -> None:
     generate = sub.add_parser(
         "generate", parents=[SHARED["json"], SHARED["export_dir"]],
         help="write text from a prompt (language models) or sample names (name generators)",
-        description="With a language model (task lm): continue --prompt, greedy unless --temperature, --top-k or "
-                    "--top-p say otherwise. With a name generator (task generate): sample --count new names, all in "
-                    "one batched call.",
+        description="With a language model (task lm): continue --prompt, greedy unless --temperature, --top-k, "
+                    "--top-p or --beam-search say otherwise. With a name generator (task generate): sample --count "
+                    "new names, all in one batched call.",
         epilog='examples:\n  kpipe generate lm-bible --prompt "In the beginning" --top-p 0.9 --seed 1\n'
                "  kpipe generate names-char --prefix Al --count 10 --temperature 0.8",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -76,6 +76,8 @@ def add_generate(sub, commands) -> None:
                     help="tokens to write after the prompt (default: 64, or what the context leaves)")
     lm.add_argument("--top-p", type=float, default=1.0, help="sample from the smallest set of tokens whose "
                                                               "probabilities reach p, in (0, 1] (default 1 = all)")
+    lm.add_argument("--beam-search", action="store_true", help="the likeliest continuation of 4 beams (the "
+                                                                "export's beam_search) instead of sampling")
     names = generate.add_argument_group("name generators (task generate)")
     names.add_argument("--prefix", default="", help='names start with this, e.g. "Al"')
     names.add_argument("--count", type=int, default=10, help="how many names (default 10)")

@@ -353,9 +353,9 @@ def cmd_generate(args) -> int:
         model_dir, task = opened.path, opened.manifest["task"]
     if task == "lm":
         return _write_text(args, model_dir)
-    if args.prompt or args.max_new_tokens or args.top_p != 1.0:
-        raise KpipeError("--prompt, --max-new-tokens and --top-p are for language models (task lm); a name "
-                         "generator takes --prefix, --count, --category, --temperature, --top-k and --seed")
+    if args.prompt or args.max_new_tokens or args.top_p != 1.0 or args.beam_search:
+        raise KpipeError("--prompt, --max-new-tokens, --top-p and --beam-search are for language models (task lm); "
+                         "a name generator takes --prefix, --count, --category, --temperature, --top-k and --seed")
     if not is_portable(args.model):
         import_tensorflow_quietly()
     from kpipe.tasks.generate.predict import generate_names
@@ -374,9 +374,10 @@ def _write_text(args, model_dir: Path) -> int:
     if not args.prompt:
         raise KpipeError('a language model continues a prompt: pass --prompt "some text"')
     if args.prefix or args.category or args.count != 10:
-        raise KpipeError("--prefix, --count and --category are for name generators (task generate); a language "
-                         "model takes --prompt, --max-new-tokens, --temperature, --top-k, --top-p and --seed")
-    settings = SamplerSettings.from_options(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed)
+        raise KpipeError("--prefix, --count and --category are for name generators (task generate); a language model "
+                         "takes --prompt, --max-new-tokens, --temperature, --top-k, --top-p, --seed, --beam-search")
+    settings = SamplerSettings.from_options(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed,
+                                            beam_search=args.beam_search)
     import_tensorflow_quietly()
     for prompt, text in zip(args.prompt, write(model_dir, args.prompt, settings)):
         print(json.dumps({"prompt": prompt, "text": text}, ensure_ascii=False) if args.json else prompt + text)

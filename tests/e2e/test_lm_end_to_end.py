@@ -30,7 +30,7 @@ def test_the_report_scores_the_model_beside_the_kneser_ney_trigram_and_shows_sam
         assert figures["perplexity_per_word"] > 1 and 0 < figures["bits_per_character"] < 8
         assert figures["words"] == metrics["data"]["words"]["test"]
     assert metrics["baseline"]["discount"] in metrics["baseline"]["discounts_tried"]
-    for sampler in ("greedy", "top_k_40", "top_p_0.9", "random"):
+    for sampler in ("greedy", "top_k_40", "top_p_0.9", "random", "beam_4"):
         assert len(metrics["samples"][sampler]["examples"]) == 20
         assert 0 < metrics["samples"][sampler]["distinct_1"] <= 1
 
@@ -45,6 +45,17 @@ def test_kpipe_generate_gives_the_runs_greedy_text(exported):
                         str(metrics["samples"]["max_new_tokens"]), "--json", cwd=folder)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout) == {"prompt": example["prompt"], "text": example["text"]}
+
+
+def test_kpipe_generate_beam_search_gives_the_runs_beam_text(exported, capsys):
+    _, export = exported
+    metrics = json.loads((export / "metrics.json").read_text())
+    examples = metrics["samples"]["beam_4"]["examples"][:2]
+    args = [f"--prompt={example['prompt']}" for example in examples]
+    assert main(["generate", str(export), *args, "--beam-search", "--json", "--max-new-tokens",
+                 str(metrics["samples"]["max_new_tokens"])]) == 0
+    written = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert written == examples
 
 
 def test_kpipe_perplexity_on_the_test_documents_gives_the_reports_figure(exported, tmp_path):
@@ -68,6 +79,7 @@ def test_kpipe_perplexity_on_the_test_documents_gives_the_reports_figure(exporte
     (["--top-k", "100000"], "above the model's vocabulary"),
     (["--max-new-tokens", "1000"], "exceeds the model's context"),
     (["--prefix", "Al"], "are for name generators"),
+    (["--beam-search", "--top-p", "0.9"], "--beam-search keeps the likeliest beams"),
 ])
 def test_sampler_settings_out_of_range_are_one_line(exported, options, message, capsys):
     _, export = exported

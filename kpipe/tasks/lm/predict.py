@@ -16,21 +16,23 @@ SCORE_BATCH = 16
 
 @dataclasses.dataclass(frozen=True)
 class SamplerSettings:
-    """How to continue a prompt: temperature 0 is greedy; top_k 0 and top_p 1 keep every token; seed -1 draws."""
+    """How to continue a prompt: temperature 0 is greedy; top_k 0 and top_p 1 keep every token; seed -1 draws;
+    beam_search: the likeliest of the export's beams instead (no sampling)."""
 
     max_new_tokens: int = 0   # 0: the export's default (64, or what the context leaves)
     temperature: float = 0.0
     top_k: int = 0
     top_p: float = 1.0
     seed: int = -1
+    beam_search: bool = False
 
     @classmethod
     def from_options(cls, max_new_tokens: int, temperature: float | None, top_k: int, top_p: float,
-                     seed: int | None) -> "SamplerSettings":
+                     seed: int | None, beam_search: bool = False) -> "SamplerSettings":
         """The command line's options; --top-k or --top-p without --temperature sample at temperature 1.
 
         Raises:
-            KpipeError: a setting out of its range (one line each).
+            KpipeError: a setting out of its range, or a sampling setting beside --beam-search (one line each).
         """
         if max_new_tokens < 0:
             raise KpipeError(f"--max-new-tokens must be > 0. Received: {max_new_tokens}")
@@ -43,9 +45,12 @@ class SamplerSettings:
         if seed is not None and not 0 <= seed < 2 ** 31:
             raise KpipeError(f"--seed must be in [0, 2^31). Received: {seed}")
         sampling = top_k > 0 or top_p < 1
+        if beam_search and (sampling or temperature is not None or seed is not None):
+            raise KpipeError("--beam-search keeps the likeliest beams and samples nothing: drop --temperature, "
+                             "--top-k, --top-p and --seed, or drop --beam-search")
         if temperature is None:
             temperature = 1.0 if sampling else 0.0
-        return cls(max_new_tokens, temperature, top_k, top_p, -1 if seed is None else seed)
+        return cls(max_new_tokens, temperature, top_k, top_p, -1 if seed is None else seed, beam_search)
 
 
 def export_settings(model_dir: Path) -> dict:
@@ -82,11 +87,16 @@ def write(model_dir: Path, prompts: list[str], settings: SamplerSettings) -> lis
 
     from kpipe.exports.saved_model import load_saved_model
 
-    generate = load_saved_model(Path(model_dir)).signatures["generate"]
-    budget = settings.max_new_tokens or -1  # -1: the export's default
-    out = generate(prompt=tf.constant(prompts), max_new_tokens=tf.constant(budget, tf.int32),
-                   temperature=tf.constant(settings.temperature, tf.float32), top_k=tf.constant(settings.top_k),
-                   top_p=tf.constant(settings.top_p, tf.float32), seed=tf.constant(settings.seed))
+    signatures = load_saved_model(Path(model_dir)).signatures
+    inputs = {"prompt": tf.constant(prompts),
+              "max_new_tokens": tf.constant(settings.max_new_tokens or -1, tf.int32)}  # -1: the export's default
+    if settings.beam_search and "beam_search" not in signatures:
+        raise KpipeError(f"{model_dir} was exported before beam search existed (it has no beam_search signature): "
+                         "rerun its pipeline to export one")
+    if not settings.beam_search:
+        inputs.update(temperature=tf.constant(settings.temperature, tf.float32), top_k=tf.constant(settings.top_k),
+                      top_p=tf.constant(settings.top_p, tf.float32), seed=tf.constant(settings.seed))
+    out = signatures["beam_search" if settings.beam_search else "generate"](**inputs)
     return [text.decode("utf-8", "replace") for text in out["text"].numpy()]
 
 

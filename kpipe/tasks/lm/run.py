@@ -20,7 +20,7 @@ from kpipe.preprocessing.byte_bpe import ByteBPE
 from kpipe.preprocessing.configs import LanguageModelPreprocessingConfig
 from kpipe.preprocessing.prefetch import prefetched
 from kpipe.tasks.lm.predict import scored
-from kpipe.tasks.lm.serving import LanguageModelServing, write_language_model_export
+from kpipe.tasks.lm.serving import BEAM_WIDTH, LanguageModelServing, write_language_model_export
 from kpipe.tasks.registry import family_spec
 from kpipe.training.run import Run
 
@@ -142,17 +142,22 @@ def kneser_ney(tokens: dict, documents: Documents, bpe: ByteBPE) -> dict:
 
 
 def samples(serving: LanguageModelServing, bpe: ByteBPE, texts: list[str], length: int, seed: int) -> dict:
-    """Each sampler's continuations of the same prompts (the first words of test documents), and their diversity."""
+    """Each sampler's continuations of the same prompts (the first words of test documents), and their diversity;
+    beam search's too."""
     prompts = [" ".join(text.split()[:PROMPT_WORDS]) for text in texts[:PROMPTS]]
     prompt_tokens = max(len(ids) for ids in bpe.encode(prompts)) + 1  # the export's ids too (tested equal)
     new_tokens = tf.constant(length - prompt_tokens, tf.int32)
     results = {"max_new_tokens": int(new_tokens), "seed": seed}
+    def row(out, **settings):
+        continuations = [text.decode("utf-8", "replace") for text in out["text"].numpy()]
+        return {**settings, **diversity(continuations),
+                "examples": [{"prompt": p, "text": c} for p, c in zip(prompts, continuations)]}
+
     for name, (temperature, top_k, top_p) in SAMPLERS.items():
-        out = serving.generate(tf.constant(prompts), new_tokens, tf.constant(temperature, tf.float32),
-                               tf.constant(top_k), tf.constant(top_p, tf.float32), tf.constant(seed))["text"]
-        continuations = [text.decode("utf-8", "replace") for text in out.numpy()]
-        results[name] = {"temperature": temperature, "top_k": top_k, "top_p": top_p, **diversity(continuations),
-                         "examples": [{"prompt": p, "text": c} for p, c in zip(prompts, continuations)]}
+        results[name] = row(serving.generate(tf.constant(prompts), new_tokens, tf.constant(temperature, tf.float32),
+                                             tf.constant(top_k), tf.constant(top_p, tf.float32), tf.constant(seed)),
+                            temperature=temperature, top_k=top_k, top_p=top_p)
+    results[f"beam_{BEAM_WIDTH}"] = row(serving.beam_search(tf.constant(prompts), new_tokens), beams=BEAM_WIDTH)
     return results
 
 

@@ -2,6 +2,7 @@
 
 - `serving_default`: prompt -> text (its greedy continuation, `DEFAULT_NEW_TOKENS` tokens at most);
 - `generate`: prompt, max_new_tokens, temperature, top_k, top_p, seed -> text (temperature 0 = greedy);
+- `beam_search`: prompt, max_new_tokens -> text (the likeliest of `BEAM_WIDTH` beams);
 - `score`: text -> log_likelihood (total, nats), words, characters, tokens: perplexity on any text.
 
 Generation runs keras-hub's samplers over the model family's decoder (`kpipe.families.lm_decoding`: `gpt`'s key/value
@@ -23,10 +24,11 @@ from kpipe.preprocessing.byte_bpe import TOKENIZER_FILE, ByteBPE
 from kpipe.tasks.lm.predict import SETTINGS_FILE
 
 DEFAULT_NEW_TOKENS = 64
+BEAM_WIDTH = 4  # the `beam_search` signature's beams (keras-hub's BeamSampler takes it when the graph is built)
 
 
 class LanguageModelServing(tf.Module):
-    """The trained model, its tokenizer and its samplers behind the export's three signatures."""
+    """The trained model, its tokenizer and its samplers behind the export's four signatures."""
 
     def __init__(self, model: keras.Model, decoder, bpe: ByteBPE, sequence_length: int):
         super().__init__()
@@ -34,6 +36,7 @@ class LanguageModelServing(tf.Module):
         self.tokenizer = bpe.in_graph()
         self.end_of_text = bpe.end_of_text
         self.greedy = keras_hub.samplers.GreedySampler()
+        self.beam = keras_hub.samplers.BeamSampler(num_beams=BEAM_WIDTH)
         self.sampling = keras_hub.samplers.TopPSampler(p=1.0, seed=0)  # p, k, temperature set per call
         self.seed_state = self.sampling.seed_generator.state  # tracked: the export keeps it
         strings = tf.TensorSpec([None], tf.string)
@@ -44,6 +47,8 @@ class LanguageModelServing(tf.Module):
         self.serve = tf.function(lambda prompt: self._generate(prompt, tf.constant(-1), tf.constant(0.0),
                                                                tf.constant(0), tf.constant(1.0), tf.constant(-1)),
                                  input_signature=[tf.TensorSpec([None], tf.string, name="prompt")])
+        self.beam_search = tf.function(self._beam_search, input_signature=[
+            tf.TensorSpec([None], tf.string, name="prompt"), tf.TensorSpec([], tf.int32, name="max_new_tokens")])
         self.score = tf.function(self._score, input_signature=[tf.TensorSpec.from_spec(strings, name="text")])
         # Every signature tokenizes through this one function: keras-hub's BPE graph costs seconds to trace, and a
         # function with a fixed signature is traced once for all of them (and for the SavedModel's own retracing).
@@ -56,14 +61,38 @@ class LanguageModelServing(tf.Module):
     def _generate(self, prompt, max_new_tokens, temperature, top_k, top_p, seed):
         vocabulary = self.decoder.vocabulary_size
         checks = [
-            tf.debugging.assert_none_equal(max_new_tokens, 0, message="max_new_tokens must be > 0"),
-            tf.debugging.assert_greater_equal(max_new_tokens, -1, message="max_new_tokens must be > 0"),
             tf.debugging.assert_greater_equal(temperature, 0.0, message="temperature must be >= 0 (0 = greedy)"),
             tf.debugging.assert_greater(top_p, 0.0, message="top_p must be in (0, 1]"),
             tf.debugging.assert_less_equal(top_p, 1.0, message="top_p must be in (0, 1]"),
             tf.debugging.assert_non_negative(top_k, message="top_k must be >= 0 (0 = every token)"),
             tf.debugging.assert_less_equal(top_k, vocabulary, message="top_k is larger than the vocabulary"),
         ]
+
+        def choose(sample):
+            def sampled():
+                self.seed_state.assign(tf.where(seed >= 0, tf.cast(tf.stack([seed, 0]), self.seed_state.dtype),
+                                                self.seed_state))
+                sampler = copy.copy(self.sampling)  # the same seed generator; this call's settings
+                sampler.p, sampler.temperature = top_p, temperature
+                sampler.k = tf.where(top_k > 0, top_k, vocabulary)
+                return sample(sampler)
+
+            return tf.cond(temperature > 0, sampled, lambda: sample(self.greedy))
+
+        return self._written(prompt, max_new_tokens, checks, choose)
+
+    def _beam_search(self, prompt, max_new_tokens):
+        # One prompt at a time: keras-hub's BeamSampler scores a row's forced prompt tokens as if it had chosen
+        # them among its beams, so in a batch of prompts of different lengths a row's result would depend on the
+        # shortest prompt beside it.
+        return self._written(prompt, max_new_tokens, [], lambda sample: sample(self.beam), one_row_at_a_time=True)
+
+    def _written(self, prompt, max_new_tokens, checks, choose, one_row_at_a_time=False):
+        """{"text": each prompt's continuation}: `choose(sample)` runs `sample(sampler)` with the sampler(s) it
+        picks, after `checks` and the checks every generation shares (the budget, the context)."""
+        checks = checks + [
+            tf.debugging.assert_none_equal(max_new_tokens, 0, message="max_new_tokens must be > 0"),
+            tf.debugging.assert_greater_equal(max_new_tokens, -1, message="max_new_tokens must be > 0")]
         with tf.control_dependencies(checks):
             ids = self.tokens_after_start(prompt)
         lengths = tf.cast(ids.row_lengths(), tf.int32)
@@ -78,26 +107,31 @@ class LanguageModelServing(tf.Module):
         # Padding must not be the stop token: keras-hub's samplers stop when every row holds one outside its prompt.
         with tf.control_dependencies([prompt_fits, output_fits]):  # the model reads nothing past its positions
             token_ids = padded(ids, total, value=self.end_of_text + 1)
-        padding_mask = tf.sequence_mask(lengths, total)
-        first = tf.reduce_min(lengths)  # the samplers start here; rows with longer prompts keep theirs
-        cache = self.decoder.prefill(token_ids, first - 1, self.decoder.empty_cache(token_ids))
 
-        def next_token(prompt_ids, cache, index):  # keras-hub's contract: the logits after position index - 1
-            return self.decoder.step(tf.slice(prompt_ids, [0, index - 1], [-1, 1]), cache, index - 1)
+        def written(token_ids, lengths):
+            first = tf.reduce_min(lengths)  # the samplers start here; rows with longer prompts keep theirs
+            width = tf.shape(token_ids)[1]
+            cache = self.decoder.prefill(token_ids, first - 1, self.decoder.empty_cache(token_ids))
 
-        def sample(sampler):
-            return sampler(next=next_token, prompt=token_ids, cache=cache, index=first,
-                           mask=padding_mask, stop_token_ids=[self.end_of_text])
+            def next_token(prompt_ids, cache, index):  # keras-hub's contract: the logits after position index - 1
+                return self.decoder.step(tf.slice(prompt_ids, [0, index - 1], [-1, 1]), cache, index - 1)
 
-        def sampled():
-            self.seed_state.assign(tf.where(seed >= 0, tf.cast(tf.stack([seed, 0]), self.seed_state.dtype),
-                                            self.seed_state))
-            sampler = copy.copy(self.sampling)  # the same seed generator; this call's settings
-            sampler.p, sampler.temperature = top_p, temperature
-            sampler.k = tf.where(top_k > 0, top_k, vocabulary)
-            return sample(sampler)
+            def sample(sampler):
+                return sampler(next=next_token, prompt=token_ids, cache=cache, index=first,
+                               mask=tf.sequence_mask(lengths, width), stop_token_ids=[self.end_of_text])
 
-        out = tf.cond(temperature > 0, sampled, lambda: sample(self.greedy))
+            return choose(sample)
+
+        if one_row_at_a_time:
+            def one_row(row):  # its own buffer: beams scored past its max_new_tokens would choose another best
+                ids, length = row
+                width = length + max_new_tokens  # reshaped, not indexed with None: a batch of unknown size
+                out = written(tf.reshape(ids[:width], [-1, width]), tf.reshape(length, [-1]))[0]
+                return tf.pad(out, [[0, total - width]], constant_values=self.end_of_text + 1)
+
+            out = tf.map_fn(one_row, (token_ids, lengths), fn_output_signature=tf.TensorSpec([None], tf.int32))
+        else:
+            out = written(token_ids, lengths)
         return {"text": self._continuations(out, lengths, max_new_tokens)}
 
     def _with_start(self, texts):
@@ -146,9 +180,10 @@ def padded(ragged: tf.RaggedTensor, width, value: int = 0) -> tf.Tensor:
 
 def write_language_model_export(path: Path, *, model: keras.Model, serving: LanguageModelServing, config,
                                 metrics: dict, history: list[dict], work_dir: Path, bpe: ByteBPE) -> None:
-    """The SavedModel (`serving_default`, `generate`, `score`), the run files, and the tokenizer beside them."""
+    """The SavedModel (`serving_default`, `generate`, `beam_search`, `score`), the run files, and the tokenizer beside them."""
     saved_model.write_saved_model(path, tracked=[model, serving], endpoints={
-        "serving_default": serving.serve, "generate": serving.generate, "score": serving.score})
+        "serving_default": serving.serve, "generate": serving.generate, "beam_search": serving.beam_search,
+        "score": serving.score})
     run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     bpe.save(path / TOKENIZER_FILE)
     manifest.update(path, warm_up_rows=1)  # the server's warm-up: one row traces all a SavedModel needs

@@ -10,7 +10,7 @@ from kpipe.families.gpt.config import GPTConfig
 from kpipe.families.rnn_lm.config import RNNLanguageModelConfig
 from kpipe.tasks.registry import family_spec
 from kpipe.preprocessing.byte_bpe import ByteBPE
-from kpipe.tasks.lm.serving import LanguageModelServing
+from kpipe.tasks.lm.serving import BEAM_WIDTH, LanguageModelServing
 
 TEXTS = ["In the beginning God created the heavens and the earth.", "And God said, let there be light.",
          "The earth was without form, and void; and darkness was upon the face of the deep."] * 10
@@ -67,6 +67,26 @@ def test_greedy_generation_with_caches_equals_rerunning_the_model_on_every_prefi
         assert text.decode("utf-8", "replace") == bpe.decode(expected)
         written += len(expected)
     assert written >= 10  # the untrained model writes something: the comparison is not of two empty strings
+
+
+def test_beam_search_equals_a_beam_search_that_reruns_the_model(served):
+    """keras-hub's BeamSampler over the decoder against beam search written here over whole-model reruns: each
+    step every beam's continuations are scored, the `BEAM_WIDTH` likeliest kept, the likeliest returned."""
+    bpe, model, serving = served
+    prompts = ("In the", "And God said")  # in one batch: each row's beams are its own, whatever the other's length
+    outputs = serving.beam_search(tf.constant(prompts), tf.constant(6))["text"].numpy()
+    for prompt, out in zip(prompts, outputs):
+        beams = [(0.0, [bpe.end_of_text] + bpe.encode([prompt])[0])]
+        start = len(beams[0][1])
+        for _ in range(6):
+            candidates = []
+            for score, ids in beams:
+                log_probs = log_softmax(full_model_logits(model, ids)[-1].astype("float64"))
+                candidates += [(score + log_probs[token], ids + [token]) for token in range(len(log_probs))]
+            beams = sorted(candidates, key=lambda candidate: -candidate[0])[:BEAM_WIDTH]
+        best = beams[0][1][start:]
+        assert bpe.end_of_text not in best  # (the sampler keeps writing past it; the export cuts there)
+        assert out.decode("utf-8", "replace") == bpe.decode(best)
 
 
 def test_score_is_the_log_softmax_of_the_models_logits_over_windows(served):
