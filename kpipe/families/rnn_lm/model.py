@@ -16,7 +16,9 @@ from kpipe.layers.recurrent_cells import CELLS
 def build_rnn_lm(config: RNNLanguageModelConfig) -> keras.Model:
     """{token_ids, padding_mask} (batch, length) -> next-token logits (batch, length, vocabulary), float32.
 
-    Padding is on the right and masked (cuDNN's LSTM and GRU take right-padded masks).
+    `padding_mask` is taken so every language-model family has the same inputs, and not read: padding is on the
+    right and the recurrence runs forward, so no real position's output reads padding (masked outputs would only
+    be the padding's, which the loss and `score` leave out).
 
     Example:
         >>> build_rnn_lm(RNNLanguageModelConfig(vocabulary_size=50, embedding_dim=8, units=(8,))).output_shape
@@ -28,7 +30,7 @@ def build_rnn_lm(config: RNNLanguageModelConfig) -> keras.Model:
                                                      tie_weights=config.tie_weights, name="token_embedding")
     x = keras.layers.Dropout(config.dropout, name="embedding_dropout")(embedding(token_ids))
     for i, units in enumerate(config.units):
-        x = CELLS[config.cell](units, return_sequences=True, name=f"{config.cell}_{i}")(x, mask=padding_mask)
+        x = CELLS[config.cell](units, return_sequences=True, name=f"{config.cell}_{i}")(x)
         x = keras.layers.Dropout(config.dropout, name=f"dropout_{i}")(x)
     if config.units[-1] != config.embedding_dim:
         x = keras.layers.Dense(config.embedding_dim, name="to_embedding")(x)
