@@ -159,7 +159,8 @@ def add_answer(sub, commands) -> None:
                     "overlapping windows.",
         epilog='examples:\n  kpipe answer squad-minilm --question "What causes rain to fall?" --context "Rain falls '
                'under gravity."\n  kpipe answer squad-minilm --question "Who founded it?" --context-file passage.txt\n'
-               "  kpipe answer squad-minilm --file questions.csv --output answers.csv   # question, context columns")
+               "  kpipe answer squad-minilm --file questions.csv --output answers.csv   # question, context columns\n"
+               '  kpipe answer squad-minilm --question "Who founded it?" --context-file passage.txt --n-best 5')
     answer.add_argument("model", help=MODEL_HELP)
     answer.add_argument("--question", action="append", default=[], help="a question (repeat it for several "
                                                                         "questions on the same context)")
@@ -173,4 +174,7 @@ def add_answer(sub, commands) -> None:
                                                          "to FILE (.csv, .tsv, .parquet or .jsonl), with a progress bar")
     answer.add_argument("--overwrite", action="store_true", help="replace --output FILE if it exists (refused "
                                                                  "otherwise)")
+    answer.add_argument("--n-best", type=int, default=0, metavar="K",
+                        help="also list each --question's K likeliest spans over all windows, with their "
+                             "probabilities (1-20; --json: an n_best list)")
     answer.set_defaults(func=commands.cmd_answer)

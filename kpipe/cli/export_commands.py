@@ -1,4 +1,5 @@
-"""The commands that answer with an export: predict, translate, embed, similar, tag, answer, forecast, generate. Each reads
+"""The commands that answer with an export: predict, translate, embed, similar, tag, forecast, generate (answer:
+`answer_command`). Each reads
 its inputs (arguments, a file or stdin), checks what it can before TensorFlow loads, and calls the task's
 `predict` module.
 """
@@ -149,51 +150,6 @@ def _tag_conll(args) -> int:
         return 0
     write_text_atomically(output, tagged)
     print(f"Wrote {len(sentences)} sentence{'s' if len(sentences) != 1 else ''} to {output}")
-    return 0
-
-
-def cmd_answer(args) -> int:
-    """Each --question on --context (or --context-file), or every row of a --file table of questions and contexts."""
-    from kpipe.cli import batch_predict
-    from kpipe.datasets.files import is_table, read_text
-
-    table = output = None
-    if args.file:
-        if args.question or args.context is not None or args.context_file:
-            raise KpipeError("give questions with --question and --context (or --context-file), or a --file table of "
-                             "them, not both")
-        if not is_table(_existing_file("--file", args.file)):
-            raise KpipeError(f"--file {args.file} is not a table (.csv, .tsv, .parquet, .jsonl): give one with "
-                             f"'{args.question_column}' and '{args.context_column}' columns")
-        output = batch_predict.check_output(args.output, args.file, overwrite=args.overwrite) if args.output else None
-        table = batch_predict.read_texts(args.file, args.question_column, pair_column=args.context_column,
-                                         options=("--question-column", "--context-column"))
-        questions, contexts = table.texts, table.pairs
-    else:
-        if args.output:
-            raise KpipeError("--output writes the answers to the rows of a --file table; without one, the answers "
-                             "are printed")
-        if not args.question:
-            raise KpipeError('nothing to answer: pass --question "..." with --context "..." (or --context-file FILE), '
-                             "or --file questions.csv")
-        if (args.context is None) == (args.context_file is None):
-            raise KpipeError("pass the passage with --context TEXT or with --context-file FILE (one of them)")
-        context = args.context if args.context_file is None else read_text(_existing_file("--context-file",
-                                                                                          args.context_file))
-        questions, contexts = list(args.question), [context] * len(args.question)
-    if is_portable(args.model):  # an ONNX or LiteRT export: answered without TensorFlow
-        from kpipe.portable.reader import PortableReader
-
-        model_dir = PortableReader.open(args.model).folder
-    else:
-        model_dir = export_of(args, "answer", "kpipe answer")  # fails fast, before TensorFlow loads
-    if output:
-        return _write_answers(args, "answer", model_dir, table, output)
-    from kpipe.tasks.answer.predict import answer_questions
-
-    for question, found in zip(questions, answer_questions(model_dir, questions, contexts)):
-        print(json.dumps({"question": question, **found}, ensure_ascii=False) if args.json
-              else f"{question}\t{found['answer']}\t{found['score']:.4f}")
     return 0
 
 

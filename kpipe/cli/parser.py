@@ -1,7 +1,7 @@
 """The `kpipe` command line: `build_parser` adds one sub-parser per command, each in a function of its
 own (the commands that answer with an export in `answering_parsers.py`); options several commands share come from
 parent parsers (`arguments.SHARED`). The handlers are the `cmd_*` functions of `kpipe.cli.commands`,
-`export_commands` and `vector_commands`; nothing here imports TensorFlow.
+`export_commands`, `answer_command` and `vector_commands`; nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ examples:
 """
 
 def build_parser() -> argparse.ArgumentParser:
-    from kpipe.cli import commands, export_commands, vector_commands
+    from kpipe.cli import answer_command, commands, export_commands, vector_commands
 
-    handlers = types.SimpleNamespace(**{name: getattr(module, name) for module in (commands, export_commands,
-                                                                                  vector_commands)
+    handlers = types.SimpleNamespace(**{name: getattr(module, name)
+                                        for module in (commands, export_commands, answer_command, vector_commands)
                                         for name in dir(module) if name.startswith("cmd_")})
 
     parser = argparse.ArgumentParser(

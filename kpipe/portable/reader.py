@@ -18,6 +18,7 @@ from kpipe.portable.runtime import PREPROCESSING_FILE, Network, PortableExport, 
 from kpipe.portable.wordpiece import WordPieceIds, casefold, is_cjk, is_punctuation, is_whitespace
 
 WINDOW_CHUNK = 64  # windows per network call (the SavedModel's chunk): bounded memory for long contexts
+N_BEST_MOST = 20  # the largest k of n_best, here and in the SavedModel's signature
 
 
 class OffsetPieces(WordPieceIds):
@@ -112,29 +113,40 @@ class PortableReader(PortableExport):
         return np.concatenate([np.asarray(self.network({k: v[i:i + WINDOW_CHUNK] for k, v in inputs.items()}),
                                           np.float32) for i in range(0, len(rows), WINDOW_CHUNK)])
 
+    def window_probabilities(self, question: str, context: str):
+        """Per window: its context piece per position (-1 elsewhere), which positions are the context's, and the
+        start and end probabilities (a softmax over [CLS] and the context's pieces); and the pieces' offsets."""
+        rows, indices, offsets, asked = self.windows(question, context)
+        logits = self.logits(rows, asked)
+        found = []
+        for n, index in enumerate(indices):
+            index = np.asarray(index)
+            in_context = index >= 0
+            allowed = in_context.copy()
+            allowed[0] = True
+            masked = np.where(allowed[:, None], logits[n, :len(index)], -1e9)
+            masked = np.exp(masked - masked.max(axis=0))
+            probabilities = (masked / masked.sum(axis=0)).astype(np.float32)
+            found.append((index, in_context, probabilities[:, 0], probabilities[:, 1]))
+        return found, offsets
+
+    def spans(self, index, in_context, first, last):
+        """(position i, the positions a span starting there may end at, their start x end probabilities)."""
+        for i in np.flatnonzero(in_context):
+            span = np.arange(i, min(i + self.max_answer, len(index)))
+            span = span[in_context[span]]
+            if len(span):
+                yield i, span, first[i] * last[span]
+
     def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> dict[str, np.ndarray]:
         """{"answer" (UTF-8 bytes), "start", "end" (character offsets, -1 for none), "score"}, one row each."""
         found = {"answer": [], "start": [], "end": [], "score": []}
         for question, context in zip(questions, contexts):
-            rows, indices, (starts, ends), asked = self.windows(question, context)
-            logits = self.logits(rows, asked)
+            windows, (starts, ends) = self.window_probabilities(question, context)
             best, null = (-1.0, 0, 0, 0), np.inf
-            for n, index in enumerate(indices):
-                index = np.asarray(index)
-                in_context = index >= 0
-                allowed = in_context.copy()
-                allowed[0] = True
-                masked = np.where(allowed[:, None], logits[n, :len(index)], -1e9)
-                masked = np.exp(masked - masked.max(axis=0))
-                probabilities = (masked / masked.sum(axis=0)).astype(np.float32)
-                first, last = probabilities[:, 0], probabilities[:, 1]
+            for n, (index, in_context, first, last) in enumerate(windows):
                 null = min(null, float(first[0] * last[0]))
-                for i in np.flatnonzero(in_context):
-                    span = np.arange(i, min(i + self.max_answer, len(index)))
-                    span = span[in_context[span]]
-                    if not len(span):
-                        continue
-                    products = first[i] * last[span]
+                for i, span, products in self.spans(index, in_context, first, last):
                     j = int(np.argmax(products))
                     if products[j] > best[0]:
                         best = (float(products[j]), n, int(index[i]), int(index[span[j]]))
@@ -148,3 +160,28 @@ class PortableReader(PortableExport):
             found["start"].append(start), found["end"].append(end), found["score"].append(score)
         return {"answer": np.array(found["answer"], dtype=object), "start": np.array(found["start"], np.int32),
                 "end": np.array(found["end"], np.int32), "score": np.array(found["score"], np.float32)}
+
+    def n_best(self, questions: Sequence[str], contexts: Sequence[str], k: int) -> dict[str, np.ndarray]:
+        """The SavedModel's `n_best`: each question's k likeliest spans over its windows, likeliest first, a span
+        once at its best window's probability (padded with b"", -1, -1, 0), and `no_answer_score`."""
+        if not 1 <= k <= N_BEST_MOST:
+            raise ValueError(f"k must be at least 1 and at most {N_BEST_MOST}. Received: k={k}")
+        shape = (len(questions), k)
+        out = {"answers": np.full(shape, b"", object), "starts": np.full(shape, -1, np.int32),
+               "ends": np.full(shape, -1, np.int32), "scores": np.zeros(shape, np.float32),
+               "no_answer_score": np.zeros(len(questions), np.float32)}
+        for row, (question, context) in enumerate(zip(questions, contexts)):
+            windows, (starts, ends) = self.window_probabilities(question, context)
+            best = {}
+            for index, in_context, first, last in windows:
+                for i, span, products in self.spans(index, in_context, first, last):
+                    for j, product in zip(span, products):
+                        key = (int(index[i]), int(index[j]))
+                        best[key] = max(best.get(key, -1.0), float(product))
+            out["no_answer_score"][row] = min((float(first[0] * last[0]) for _, _, first, last in windows),
+                                              default=0.0)
+            for rank, ((first_piece, last_piece), score) in enumerate(sorted(best.items(), key=lambda s: -s[1])[:k]):
+                start, end = starts[first_piece], ends[last_piece]
+                out["answers"][row, rank] = context[start:end].encode("utf-8")
+                out["starts"][row, rank], out["ends"][row, rank], out["scores"][row, rank] = start, end, score
+        return out

@@ -72,6 +72,11 @@ def test_portable_exports_answer_the_test_questions_as_the_savedmodel_without_te
     found = answer_questions(portable, questions, passages)
     same = [(f["answer"], f["start"], f["end"]) == (e["answer"], e["start"], e["end"]) for f, e in zip(found, expected)]
     assert sum(same) >= 0.99 * len(same), f"{sum(same)} of {len(same)} answers equal"
+    spans = lambda answers: [[(c["start"], c["end"]) for c in a["n_best"]] for a in answers]  # noqa: E731
+    expected_n, found_n = (spans(answer_questions(folder, questions[:40], passages[:40], n_best=3))
+                           for folder in (source, portable))
+    same = [f == e for f, e in zip(found_n, expected_n)]
+    assert sum(same) >= 0.95 * len(same) and all(n for n in expected_n), f"{sum(same)} of {len(same)} n-best equal"
     code = (without_modules("tensorflow", "keras", "tf_keras") + "from kpipe.cli.commands import main\n"
             f"code = main(['answer', {str(portable)!r}, '--question', {questions[0]!r}, '--context', "
             f"{passages[0]!r}, '--json'])\n"
@@ -120,6 +125,8 @@ def test_a_table_of_questions_gets_its_rows_back_with_the_answers(exported, tmp_
     (["--question", "who?", "--context", "a", "--file", "in.csv"], "not both"),
     (["--file", "in.csv"], "has no column 'question' (its columns: text); pass --question-column NAME"),
     (["--question", "who?", "--context-file", "none.txt"], "--context-file not found: none.txt"),
+    (["--question", "who?", "--context", "a", "--n-best", "21"], "--n-best must be between 1 and 20"),
+    (["--file", "in.csv", "--n-best", "3"], "--n-best lists candidates for --question answers"),
 ])
 def test_cli_mistakes_are_one_line_and_exit_2(exported, tmp_path, monkeypatch, capsys, arguments, message):
     _, export = exported
@@ -128,6 +135,19 @@ def test_cli_mistakes_are_one_line_and_exit_2(exported, tmp_path, monkeypatch, c
     assert main(["answer", str(export), *arguments]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_n_best_lists_the_likeliest_spans_the_answer_first(exported, capsys):
+    _, export = exported
+    context = "the film was good and the plot was awful but the crew was great"
+    assert main(["answer", str(export), "--question", "what was good ?", "--context", context, "--n-best", "4",
+                 "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    candidates = found["n_best"]
+    assert len(candidates) == 4 and candidates[0] == {key: found[key] for key in ("answer", "start", "end", "score")}
+    assert [c["score"] for c in candidates] == sorted((c["score"] for c in candidates), reverse=True)
+    assert len({(c["start"], c["end"]) for c in candidates}) == 4  # each span once
+    assert all(context[c["start"]:c["end"]] == c["answer"] for c in candidates)
 
 
 def test_a_command_of_another_task_is_refused_by_naming_kpipe_answer(exported, capsys):

@@ -30,6 +30,7 @@ def test_the_report_scores_the_model_beside_the_kneser_ney_trigram_and_shows_sam
         assert figures["perplexity_per_word"] > 1 and 0 < figures["bits_per_character"] < 8
         assert figures["words"] == metrics["data"]["words"]["test"]
     assert metrics["baseline"]["discount"] in metrics["baseline"]["discounts_tried"]
+    assert metrics["training_tokens_per_second"] > 0
     for sampler in ("greedy", "top_k_40", "top_p_0.9", "random", "beam_4"):
         assert len(metrics["samples"][sampler]["examples"]) == 20
         assert 0 < metrics["samples"][sampler]["distinct_1"] <= 1

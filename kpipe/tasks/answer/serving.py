@@ -1,6 +1,7 @@
 """The reader's export: `serving_default` takes `question` and `context` (string tensors) and returns `answer` (the
 span's exact characters), `start` and `end` (character offsets into the context, end exclusive) and `score`;
-windows, offsets and decoding run inside the graph.
+windows, offsets and decoding run inside the graph. `n_best` (question, context, k) returns each question's k
+likeliest spans with their probabilities.
 
 Decoding, as the reference systems do: in each window, a softmax over [CLS] and the context's pieces gives every
 piece a start and an end probability; the best span is the start <= end pair within `max_answer_tokens` pieces with
@@ -20,6 +21,7 @@ import tensorflow as tf
 
 from kpipe.evaluation import reporting
 from kpipe.exports import run_files, saved_model
+from kpipe.portable.reader import N_BEST_MOST
 from kpipe.preprocessing.answer_windows import AnswerWindows
 from kpipe.tasks.answer import ANSWERS_FILE, READER_FILE
 
@@ -35,9 +37,20 @@ class AnswerServing(tf.Module):
         self.inputs = {tensor.name.split(":")[0]: tensor.dtype for tensor in model.inputs}
         self.serve = tf.function(self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="question"),
                                                                tf.TensorSpec([None], tf.string, name="context")])
+        self.n_best = tf.function(self._n_best, input_signature=[
+            tf.TensorSpec([None], tf.string, name="question"), tf.TensorSpec([None], tf.string, name="context"),
+            tf.TensorSpec([], tf.int32, name="k")])
 
     def span_scores(self, windows: dict) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
         """Per window: the best span's probability, its first and last positions, and the [CLS] pair's probability."""
+        flat, null = self.span_products(windows)
+        width = self.max_answer_tokens
+        best = tf.argmax(flat, axis=1, output_type=tf.int32)
+        return tf.reduce_max(flat, axis=1), best // width, best // width + best % width, null
+
+    def span_products(self, windows: dict) -> tuple[tf.Tensor, tf.Tensor]:
+        """Per window, every span's start x end probability (N, L * max_answer_tokens; -1 where no span may be: the
+        span starting at position i and `a` pieces long is at i * max_answer_tokens + a), and the [CLS] pair's."""
         logits = self.logits({name: tf.cast(windows[name], dtype) for name, dtype in self.inputs.items()})
         in_context = windows["context_index"] >= 0
         allowed = in_context | (tf.range(tf.shape(in_context)[1]) == 0)[None, :]
@@ -48,10 +61,7 @@ class AnswerServing(tf.Module):
         context_after = tf.signal.frame(in_context, width, 1, pad_end=True, pad_value=False, axis=1)
         valid = in_context[..., None] & context_after
         products = tf.where(valid, starts[..., None] * ends_after, -1.0)
-        flat = tf.reshape(products, [tf.shape(products)[0], -1])
-        best = tf.argmax(flat, axis=1, output_type=tf.int32)
-        return (tf.reduce_max(flat, axis=1), best // width, best // width + best % width,
-                starts[:, 0] * ends[:, 0])
+        return tf.reshape(products, [tf.shape(products)[0], -1]), starts[:, 0] * ends[:, 0]
 
     def logits(self, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
         """The model's logits (N, L, 2) over the windows, in equal chunks of at most WINDOW_CHUNK windows called in
@@ -95,14 +105,64 @@ class AnswerServing(tf.Module):
                 "score": tf.where(found, top, tf.math.unsorted_segment_min(null, example, count))}
 
 
+    def _n_best(self, question, context, k):
+        """Each question's k likeliest spans over all its windows, likeliest first, a span once (at its best
+        window's probability): `answers`, `starts`, `ends` (character offsets, end exclusive), `scores`, each
+        (questions, k), padded with "", -1, -1, 0 where there are fewer; and `no_answer_score`, the [CLS] pair's
+        lowest probability over the windows (what a model trained with unanswerable questions weighs the spans
+        against). The first span is `serving_default`'s answer whenever that answer is a span."""
+        with tf.control_dependencies([
+                tf.debugging.assert_positive(k, message="k must be at least 1"),
+                tf.debugging.assert_less_equal(k, N_BEST_MOST, message=f"k must be at most {N_BEST_MOST}")]):
+            windows = self.windows(question, context)
+        flat, null = self.span_products(windows)
+        values, position = tf.math.top_k(flat, tf.minimum(k, tf.shape(flat)[1]))
+        width, index = self.max_answer_tokens, windows["context_index"]
+        first_piece = tf.gather(index, position // width, batch_dims=1)
+        last_piece = tf.gather(index, position // width + position % width, batch_dims=1)
+        example = tf.broadcast_to(windows["example"][:, None], tf.shape(values))
+        valid = values >= 0
+        values, first_piece, last_piece, example = (tf.boolean_mask(t, valid)
+                                                   for t in (values, first_piece, last_piece, example))
+        # A span in two overlapping windows is one candidate, at its better probability.
+        pieces = tf.cast(tf.shape(windows["starts"])[1], tf.int64)
+        key = (tf.cast(example, tf.int64) * pieces + tf.cast(first_piece, tf.int64)) * pieces + tf.cast(
+            last_piece, tf.int64)
+        unique, which = tf.unique(key)
+        best = tf.math.unsorted_segment_max(values, which, tf.shape(unique)[0])
+        example = tf.cast(unique // (pieces * pieces), tf.int32)
+        count = tf.shape(question)[0]
+        order = tf.argsort(tf.cast(example, tf.float64) * 2.0 - tf.cast(best, tf.float64), stable=True)
+
+        def by_question(values, default):  # (count, k): each question's candidates, likeliest first
+            ragged = tf.RaggedTensor.from_value_rowids(tf.gather(values, order), tf.gather(example, order),
+                                                       nrows=count)
+            dense = ragged.to_tensor(default)
+            return tf.pad(dense, [[0, 0], [0, tf.maximum(k - tf.shape(dense)[1], 0)]], constant_values=default)[:, :k]
+
+        scores = by_question(best, -1.0)
+        found = scores >= 0
+        first_piece, last_piece = by_question(unique // pieces % pieces, 0), by_question(unique % pieces, 0)
+        start_byte = tf.where(found, tf.gather(windows["starts"], first_piece, batch_dims=1), 0)
+        end_byte = tf.where(found, tf.gather(windows["ends"], last_piece, batch_dims=1), 0)
+        contexts = tf.broadcast_to(context[:, None], tf.shape(start_byte))
+        text = tf.strings.substr(contexts, start_byte, end_byte - start_byte, unit="BYTE")
+        start = tf.strings.length(tf.strings.substr(contexts, tf.zeros_like(start_byte), start_byte, unit="BYTE"),
+                                  unit="UTF8_CHAR")
+        end = start + tf.strings.length(text, unit="UTF8_CHAR")
+        return {"answers": text, "starts": tf.where(found, start, -1), "ends": tf.where(found, end, -1),
+                "scores": tf.where(found, scores, 0.0),
+                "no_answer_score": tf.math.unsorted_segment_min(null, windows["example"], count)}
+
+
 def write_reader_export(path: Path, *, model: keras.Model, serving: AnswerServing, config, metrics: dict,
                         history: list[dict], work_dir: Path, answers: list[dict], vocabulary: list[str],
                         wordpiece: dict) -> None:
-    """The SavedModel (`serving_default`: question and context -> answer), the run files, the test split's answers
-    (question id, gold answers, prediction, score, EM and F1), a JSON object per line, and the tokenizer's
-    vocabulary and settings (what `kpipe export` needs to answer without TensorFlow)."""
+    """The SavedModel (`serving_default`: question and context -> answer; `n_best`: the k likeliest spans), the run
+    files, the test split's answers (question id, gold answers, prediction, score, EM and F1), a JSON object per
+    line, and the tokenizer's vocabulary and settings (what `kpipe export` needs to answer without TensorFlow)."""
     saved_model.write_saved_model(path, tracked=[model, serving, serving.windows],
-                                  endpoints={"serving_default": serving.serve})
+                                  endpoints={"serving_default": serving.serve, "n_best": serving.n_best})
     run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     pre = config.preprocessing
     reporting.write_json({"sequence_length": pre.sequence_length, "stride": pre.stride,

@@ -49,7 +49,7 @@ def _run_lm(run: Run, config: PipelineConfig) -> RunResult:
     bpe = ByteBPE.learn(documents.train, pre.vocabulary_size)
     tokens = {split: bpe.encode(getattr(documents, split)) for split in ("train", "validation", "test")}
     model_config = derived(config.model, vocabulary_size=bpe.size, max_sequence_length=pre.sequence_length)
-    model, history = train(run, model_config, tokens, bpe.end_of_text, pre.sequence_length)
+    model, history, windows_per_epoch = train(run, model_config, tokens, bpe.end_of_text, pre.sequence_length)
     decoder = family_spec("lm", model_config.family).decoding()(model, model_config)
     serving = LanguageModelServing(model, decoder, bpe, pre.sequence_length)
     metrics = {
@@ -58,6 +58,9 @@ def _run_lm(run: Run, config: PipelineConfig) -> RunResult:
                  "words": {split: documents.words(split) for split in ("train", "validation", "test")},
                  "tokens": {split: sum(map(len, ids)) for split, ids in tokens.items()}},
         "vocabulary_size": bpe.size,
+        # epoch_seconds include validation: this is the rate of a whole epoch, a little under the training steps'
+        "training_tokens_per_second": round(windows_per_epoch * pre.sequence_length / float(np.median(
+            [h["epoch_seconds"] for h in history])), 1) if history and "epoch_seconds" in history[0] else None,
         "test": scored(serving.score, documents.test),  # the export's own `score`: what users will measure
         "validation": scored(serving.score, documents.validation),
     }
@@ -110,10 +113,12 @@ def train(run: Run, model_config, tokens: dict, end_of_text: int, length: int):
     seed, batch = run.config.training.seed, run.global_batch
     log.info("Training on %d windows of %d tokens, validating on %d", len(rows["train"]), length,
              len(rows["validation"]))
-    return run.train(lambda: family_spec("lm", model_config.family).build(model_config),
-                     loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=[],
-                     train_data=language_model_dataset(rows["train"], batch, shuffle=True, seed=seed),
-                     validation_data=language_model_dataset(rows["validation"], batch, shuffle=False, seed=seed))
+    model, history = run.train(lambda: family_spec("lm", model_config.family).build(model_config),
+                               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=[],
+                               train_data=language_model_dataset(rows["train"], batch, shuffle=True, seed=seed),
+                               validation_data=language_model_dataset(rows["validation"], batch, shuffle=False,
+                                                                      seed=seed))
+    return model, history, len(rows["train"])
 
 
 def kneser_ney(tokens: dict, documents: Documents, bpe: ByteBPE) -> dict:

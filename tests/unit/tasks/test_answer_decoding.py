@@ -10,6 +10,7 @@ import tensorflow as tf
 from kpipe.families.pretrained_reader.model import MaskPositions
 from kpipe.preprocessing.answer_windows import AnswerWindows
 from kpipe.tasks.answer import serving as serving_module
+from kpipe.portable.reader import N_BEST_MOST
 from kpipe.tasks.answer.serving import AnswerServing
 from tests.helpers import VOCABULARY, WORDS
 
@@ -79,6 +80,69 @@ def test_the_graphs_answer_is_the_best_span_over_all_windows(seed, unanswerable,
         if start >= 0:
             assert contexts[i][start:end] == text  # character offsets into the raw context
     assert out["answer"][contexts.index("")].decode() == "" and out["start"][contexts.index("")] == -1
+
+
+def every_span(model, windows: dict) -> dict:
+    """{question: {(first piece, last piece): the span's best probability over the windows that hold it}},
+    written pair by pair."""
+    logits = model({k: windows[k] for k in ("token_ids", "segment_ids", "padding_mask")}).numpy()
+    found = {}
+    for n, e in enumerate(windows["example"].numpy()):
+        index, present = windows["context_index"][n].numpy(), windows["padding_mask"][n].numpy()
+        allowed = [p for p in range(len(index)) if present[p] and (index[p] >= 0 or p == 0)]
+        probabilities = []
+        for k in (0, 1):
+            values = np.array([logits[n, p, k] for p in allowed], np.float64)
+            probabilities.append(dict(zip(allowed, np.exp(values - values.max()) / np.exp(values - values.max()).sum())))
+        spans = found.setdefault(int(e), {})
+        for i in allowed:
+            for j in allowed:
+                if index[i] >= 0 and index[j] >= 0 and i <= j < i + MAX_ANSWER:
+                    key = (int(index[i]), int(index[j]))
+                    spans[key] = max(spans.get(key, 0.0), probabilities[0][i] * probabilities[1][j])
+    return found
+
+
+@pytest.mark.parametrize("seed, k", [(0, 1), (1, 5), (2, 20)])
+def test_n_best_is_each_questions_likeliest_spans_over_all_windows_each_span_once(seed, k):
+    rng = np.random.default_rng(seed)
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
+    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
+    contexts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 40)))) for _ in range(5)] + ["", "x", "Thé 😀 crew"]
+    questions = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 8)))) for _ in contexts]
+    model = logit_model(seed)
+    serving = AnswerServing(model, windows, max_answer_tokens=MAX_ANSWER, unanswerable=False)
+    out = {key: v.numpy() for key, v in serving.n_best(tf.constant(questions), tf.constant(contexts),
+                                                       tf.constant(k)).items()}
+    best = {key: v.numpy() for key, v in serving.serve(tf.constant(questions), tf.constant(contexts)).items()}
+    made = windows(tf.constant(questions), tf.constant(contexts))
+    spans = every_span(model, made)
+    assert out["answers"].shape == (len(contexts), k)
+    for e, context in enumerate(contexts):
+        ranked = sorted(spans.get(e, {}).items(), key=lambda item: -item[1])[:k]
+        raw = context.encode("utf-8")
+        for rank in range(k):
+            if rank >= len(ranked):
+                assert (out["answers"][e, rank], out["starts"][e, rank], out["scores"][e, rank]) == (b"", -1, 0.0)
+                continue
+            (first, last), probability = ranked[rank]
+            start_byte, end_byte = made["starts"][e][first].numpy(), made["ends"][e][last].numpy()
+            start = len(raw[:start_byte].decode("utf-8"))
+            text = raw[start_byte:end_byte].decode("utf-8")
+            assert out["answers"][e, rank].decode() == text == context[start:start + len(text)], (e, rank)
+            assert (out["starts"][e, rank], out["ends"][e, rank]) == (start, start + len(text))
+            assert out["scores"][e, rank] == pytest.approx(probability, rel=1e-4)
+        if ranked:  # the first is serving_default's answer
+            assert (out["answers"][e, 0], out["starts"][e, 0]) == (best["answer"][e], best["start"][e])
+
+
+def test_n_best_refuses_k_out_of_range():
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
+    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
+    serving = AnswerServing(logit_model(0), windows, max_answer_tokens=MAX_ANSWER, unanswerable=False)
+    for k, message in [(0, "at least 1"), (N_BEST_MOST + 1, "at most")]:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            serving.n_best(tf.constant(["who"]), tf.constant(["the crew"]), tf.constant(k))
 
 
 def test_a_batch_of_empty_contexts_has_no_answers():
