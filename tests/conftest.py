@@ -73,6 +73,25 @@ def once_per_session(tmp_path_factory, worker_id):
 
 
 @pytest.fixture(scope="session")
+def tweet_wordpieces(once_per_session) -> list[str]:
+    """The WordPiece vocabulary kpipe learns on 2,000 training tweets (3,000 asked), learnt once per session: the
+    tests that pin one WordPiece tokenizer against another on real text share it (learning it takes 15 s)."""
+    def learn(folder: Path) -> dict:
+        import numpy as np
+
+        from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
+        from kpipe.preprocessing.configs import TextPreprocessingConfig
+        from kpipe.preprocessing.text import fit_vocabulary
+
+        splits = load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets-sentiment"))
+        train = np.array([str(t) for t in splits.train.texts[:2000]], dtype=object)
+        return {"vocabulary": list(fit_vocabulary(train, TextPreprocessingConfig(tokenizer="wordpiece",
+                                                                                  vocabulary_size=3000)))}
+
+    return once_per_session("tweet-wordpieces", learn)[1]["vocabulary"]
+
+
+@pytest.fixture(scope="session")
 def shared_run(once_per_session):
     def train(name: str, folder: Path) -> dict:
         run = kpipe("run", name, *SHARED_RUNS[name], cwd=folder, env=new_user_env())

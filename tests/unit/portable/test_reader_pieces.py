@@ -3,24 +3,20 @@ the graph's (`kpipe.preprocessing.answer_windows.WordPieceOffsets`, byte offsets
 and edge cases."""
 
 import keras_hub
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
 from kpipe.portable.reader import OffsetPieces
 from kpipe.preprocessing.answer_windows import WordPieceOffsets
-from kpipe.preprocessing.configs import TextPreprocessingConfig
-from kpipe.preprocessing.text import fit_vocabulary
 from kpipe.pretrained.inputs import wordpiece_settings
 from tests.unit.preprocessing.test_answer_windows import EDGE_CASES
 
 
 @pytest.fixture(scope="module")
-def texts_and_tokenizer():
+def texts_and_tokenizer(tweet_wordpieces):
     splits = load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets-sentiment"))
-    train = np.array([str(t) for t in splits.train.texts[:2000]], dtype=object)
-    vocabulary = fit_vocabulary(train, TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=3000))
+    vocabulary = tweet_wordpieces  # tests/conftest.py: learnt once per session
     return [str(t) for t in splits.test.texts[:800]] + EDGE_CASES, keras_hub.models.BertTokenizer(
         vocabulary=vocabulary, lowercase=True)
 

@@ -8,8 +8,6 @@ import tensorflow as tf
 
 from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
 from kpipe.portable.wordpiece import WordPieceIds
-from kpipe.preprocessing.configs import TextPreprocessingConfig
-from kpipe.preprocessing.text import fit_vocabulary
 from kpipe.pretrained.inputs import encode, portable_settings, with_truncation
 
 EDGE_CASES = ["", "ÉTÉ Café İstanbul ÀÖ ﬁne", "can't won't", "a\u00a0b\tc\u200bd\u00ade", "!!!:)", "x" * 150,
@@ -17,10 +15,9 @@ EDGE_CASES = ["", "ÉTÉ Café İstanbul ÀÖ ﬁne", "can't won't", "a\u00a0b\t
 
 
 @pytest.fixture(scope="module")
-def tweets_and_vocabulary():
+def tweets_and_vocabulary(tweet_wordpieces):
     splits = load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets-sentiment"))
-    train = np.array([str(t) for t in splits.train.texts[:2000]], dtype=object)
-    vocabulary = fit_vocabulary(train, TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=3000))
+    vocabulary = tweet_wordpieces  # tests/conftest.py: learnt once per session
     return [str(t) for t in splits.test.texts[:1500]] + EDGE_CASES, vocabulary
 
 

@@ -9,8 +9,6 @@ import tensorflow as tf
 from kpipe.datasets.questions import Question
 from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
 from kpipe.preprocessing.answer_windows import AnswerWindows, WordPieceOffsets
-from kpipe.preprocessing.configs import TextPreprocessingConfig
-from kpipe.preprocessing.text import fit_vocabulary
 from kpipe.tasks.answer.run import answer_pieces, window_features, window_target
 
 EDGE_CASES = ["", "ÉTÉ Café İstanbul ÀÖ ﬁne Straße", "can't won't", "a\u00a0b\tc\u200bd\u00ade", "!!!:)", "x" * 150,
@@ -18,10 +16,9 @@ EDGE_CASES = ["", "ÉTÉ Café İstanbul ÀÖ ﬁne Straße", "can't won't", "a\
 
 
 @pytest.fixture(scope="module")
-def texts_and_tokenizer():
+def texts_and_tokenizer(tweet_wordpieces):
     splits = load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets-sentiment"))
-    train = np.array([str(t) for t in splits.train.texts[:2000]], dtype=object)
-    vocabulary = fit_vocabulary(train, TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=3000))
+    vocabulary = tweet_wordpieces  # tests/conftest.py: learnt once per session
     texts = [str(t) for t in splits.test.texts[:1000]] + EDGE_CASES
     return texts, keras_hub.models.BertTokenizer(vocabulary=vocabulary, lowercase=True)
 
