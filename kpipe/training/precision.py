@@ -40,6 +40,19 @@ def resolve_precision(precision: str) -> str:
     return "float32"
 
 
+def in_float32(model: keras.Model, build) -> keras.Model:
+    """`model` itself when it computes in float32; else a float32 copy of it, built by `build()` under the float32
+    policy with `model`'s weights (a mixed policy keeps its variables in float32: copied exactly). For evaluating
+    and exporting a model trained in bfloat16: the SavedModel then computes what its float32 ONNX and LiteRT
+    exports compute, and a near-tie between two answers resolves the same way in all three."""
+    if model.compute_dtype == "float32":
+        return model
+    with precision_scope("float32"):
+        copy = build()
+    copy.set_weights(model.get_weights())
+    return copy
+
+
 @contextlib.contextmanager
 def precision_scope(precision: str):
     """Layers built inside take this (resolved) dtype policy; output layers pin float32 themselves."""

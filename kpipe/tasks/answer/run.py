@@ -24,6 +24,7 @@ from kpipe.pretrained.inputs import trim_to_longest, wordpiece_settings
 from kpipe.tasks.answer.predict import answers_of
 from kpipe.tasks.answer.serving import AnswerServing, write_reader_export
 from kpipe.tasks.registry import family_spec
+from kpipe.training.precision import in_float32
 from kpipe.training.run import Run
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,8 @@ def train(run: Run, config: PipelineConfig, splits: QuestionSplits, windows: Ans
                                validation_data=reader_dataset(*features["validation"], names, batch, shuffle=False,
                                                               seed=seed) if splits.validation else None,
                                metric_callbacks=[scoring] if scoring else [])
-    return model, history, {**counts, "train_with_answer": with_answer}, scoring
+    # evaluated and exported in float32: the portable exports (float32) then answer as the SavedModel does
+    return in_float32(model, build), history, {**counts, "train_with_answer": with_answer}, scoring
 
 
 class ValidationAnswers(keras.callbacks.Callback):

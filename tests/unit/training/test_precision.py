@@ -42,3 +42,25 @@ def test_the_config_takes_auto_and_refuses_an_unknown_precision():
     assert TrainingConfig(precision="auto").precision == "auto"
     with pytest.raises(ValueError, match="auto"):
         TrainingConfig(precision="bfloat16")
+
+
+def test_in_float32_copies_a_bfloat16_model_exactly_and_keeps_a_float32_one():
+    import numpy as np
+
+    def build():
+        inputs = keras.Input((4,))
+        return keras.Model(inputs, keras.layers.Dense(3, dtype=None)(keras.layers.Dense(5, activation="relu")(inputs)))
+
+    with precision.precision_scope("mixed_bfloat16"):
+        trained = build()
+    x = np.random.default_rng(0).normal(size=(8, 4)).astype("float32")
+    copy = precision.in_float32(trained, build)
+    assert trained.compute_dtype == "bfloat16" and copy.compute_dtype == "float32"
+    for ours, theirs in zip(copy.weights, trained.weights):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())  # the variables were float32 all along
+    exact = x @ trained.weights[0].numpy() + trained.weights[1].numpy()
+    exact = np.maximum(exact, 0) @ trained.weights[2].numpy() + trained.weights[3].numpy()
+    np.testing.assert_allclose(copy(x).numpy(), exact, rtol=1e-5, atol=1e-5)  # float32 arithmetic, not bfloat16's
+    assert np.abs(np.asarray(trained(x), np.float32) - exact).max() > 1e-4
+    float_model = build()
+    assert precision.in_float32(float_model, build) is float_model
