@@ -65,6 +65,32 @@ def squad_scores(questions: Iterable[Question], predictions: Mapping[str, str]) 
     return {"exact_match": 100 * em / max(total, 1), "f1": 100 * f1 / max(total, 1), "questions": int(total)}
 
 
+def best_no_answer_threshold(questions: list[Question], spans: list[str], span_scores: list[float],
+                             no_answer_scores: list[float]) -> dict:
+    """The threshold τ on log(no-answer probability) - log(best span probability) above which a question is answered
+    "" that gives the highest F1 over `questions` (SQuAD v2.0 systems choose it on the development set: BERT's
+    `null_score_diff_threshold`, the official script's best_f1_thresh). Each question's best span and the two
+    probabilities come from the model; τ = 0 is the untuned rule (no answer when the [CLS] pair beats the span).
+
+    Returns:
+        {"threshold": τ (0.0 when no τ does better than 0), "f1": F1 in percent at τ, "f1_at_zero": at τ = 0}.
+    """
+    diffs = np.log(np.maximum(no_answer_scores, 1e-30)) - np.log(np.maximum(span_scores, 1e-30))
+    with_span = np.array([question_scores(q, s)["f1"] for q, s in zip(questions, spans)])
+    without = np.array([question_scores(q, "")["f1"] for q in questions])
+
+    def f1_at(threshold: float) -> float:  # answered "" where the diff is above the threshold
+        return 100 * float(np.where(diffs > threshold, without, with_span).sum()) / max(len(questions), 1)
+
+    best, best_f1 = 0.0, f1_at(0.0)
+    for threshold in sorted(set(diffs.tolist())):  # F1 changes only at a question's own diff
+        if f1_at(threshold) > best_f1 + 1e-12:
+            best, best_f1 = float(threshold), f1_at(threshold)
+    if f1_at(-np.inf) > best_f1 + 1e-12:  # every question answered ""
+        best, best_f1 = float(diffs.min()) - 1.0, f1_at(-np.inf)
+    return {"threshold": best, "f1": best_f1, "f1_at_zero": f1_at(0.0)}
+
+
 # === The sliding-window baseline ===
 
 WORD = re.compile(r"\w+|[^\w\s]")

@@ -82,6 +82,7 @@ class PortableReader(PortableExport):
         self.sequence_length, self.stride = settings["sequence_length"], settings["stride"]
         self.max_question, self.max_answer = settings["max_question_tokens"], settings["max_answer_tokens"]
         self.unanswerable = settings["unanswerable"]
+        self.no_answer_threshold = settings.get("no_answer_threshold", 0.0)  # exports before it had none: 0
         self.network = Network(inside(folder, spec["network"]), self.manifest["format"],
                                threads=min(4, os.cpu_count() or 1))
 
@@ -151,7 +152,7 @@ class PortableReader(PortableExport):
                     if products[j] > best[0]:
                         best = (float(products[j]), n, int(index[i]), int(index[span[j]]))
             score, _, first_piece, last_piece = best
-            if score < 0 or (self.unanswerable and null > score):
+            if score < 0 or (self.unanswerable and null > score * np.exp(self.no_answer_threshold)):
                 found["answer"].append(b""), found["start"].append(-1), found["end"].append(-1)
                 found["score"].append(null if np.isfinite(null) else 0.0)
                 continue

@@ -14,14 +14,14 @@ import tensorflow as tf
 
 from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.datasets.questions import Question, QuestionSplits, load_questions
-from kpipe.evaluation.squad import SlidingWindowBaseline, question_scores, squad_scores
+from kpipe.evaluation.squad import SlidingWindowBaseline, best_no_answer_threshold, question_scores, squad_scores
 from kpipe.families.pretrained_reader.model import SpanLoss
 from kpipe.preprocessing.answer_windows import AnswerWindows
 from kpipe.preprocessing.configs import AnswerPreprocessingConfig
 from kpipe.preprocessing.prefetch import prefetched
 from kpipe.pretrained import presets
 from kpipe.pretrained.inputs import trim_to_longest, wordpiece_settings
-from kpipe.tasks.answer.predict import answers_of
+from kpipe.tasks.answer.predict import BATCH, answers_of
 from kpipe.tasks.answer.serving import AnswerServing, write_reader_export
 from kpipe.tasks.registry import family_spec
 from kpipe.training.precision import in_float32
@@ -48,6 +48,7 @@ def _run_answer(run: Run, config: PipelineConfig) -> RunResult:
     # the graph the validation answers were traced in, when it reads this model: tracing it costs seconds
     serving = scoring.serving if scoring and scoring.serving and scoring.model is model else AnswerServing(
         model, windows, max_answer_tokens=pre.max_answer_tokens, unanswerable=splits.unanswerable)
+    threshold = choose_no_answer_threshold(serving, splits.validation) if splits.unanswerable else None
     started = time.perf_counter()
     predicted = answer_questions(serving, splits.test)
     seconds = time.perf_counter() - started
@@ -58,6 +59,8 @@ def _run_answer(run: Run, config: PipelineConfig) -> RunResult:
         "test": squad_scores(splits.test, {q.id: p["answer"] for q, p in zip(splits.test, predicted)}),
         "test_questions_per_second": round(len(splits.test) / max(seconds, 1e-9), 2),
     }
+    if threshold:
+        metrics["no_answer_threshold"] = threshold
     if config.evaluation.baseline:
         baseline = SlidingWindowBaseline().fit(splits.train)
         metrics["baseline"] = {"model": "sliding window (Rajpurkar et al. 2016; Richardson et al. 2013)",
@@ -123,6 +126,26 @@ def reader_dataset(features: dict[str, np.ndarray], targets: np.ndarray, names: 
     if shuffle:
         data = data.shuffle(len(targets), seed=seed, reshuffle_each_iteration=True)
     return prefetched(data.batch(batch_size).map(lambda x, y: (trim_to_longest(x), y)))
+
+
+def choose_no_answer_threshold(serving: AnswerServing, questions: list[Question]) -> dict | None:
+    """For a model trained with unanswerable questions: the no-answer threshold with the best validation F1, set
+    in `serving` (and so in the export); None without a validation split (the threshold stays 0)."""
+    if not questions:
+        return None
+    spans, span_scores, no_answer_scores = [], [], []
+    for begin in range(0, len(questions), BATCH):
+        batch = questions[begin:begin + BATCH]
+        out = serving.n_best(tf.constant([q.question for q in batch]), tf.constant([q.context for q in batch]),
+                             tf.constant(1))
+        spans += [text.decode("utf-8") for text in out["answers"].numpy()[:, 0]]
+        span_scores += out["scores"].numpy()[:, 0].tolist()
+        no_answer_scores += out["no_answer_score"].numpy().tolist()
+    chosen = best_no_answer_threshold(questions, spans, span_scores, no_answer_scores)
+    serving.no_answer_threshold.assign(chosen["threshold"])
+    log.info("No-answer threshold %.3f chosen on validation: F1 %.2f (%.2f at 0)", chosen["threshold"], chosen["f1"],
+             chosen["f1_at_zero"])
+    return chosen
 
 
 def train(run: Run, config: PipelineConfig, splits: QuestionSplits, windows: AnswerWindows):

@@ -6,7 +6,8 @@ likeliest spans with their probabilities.
 Decoding, as the reference systems do: in each window, a softmax over [CLS] and the context's pieces gives every
 piece a start and an end probability; the best span is the start <= end pair within `max_answer_tokens` pieces with
 the largest product; a question's answer is its best window's span. A model trained with unanswerable questions
-answers "" (start = end = -1) when every window's [CLS] pair scores above the best span, as SQuAD v2.0 systems do.
+answers "" (start = end = -1) when every window's [CLS] pair scores above the best span by more than the
+threshold the run chose on validation, as SQuAD v2.0 systems do.
 The encoder reads the windows WINDOW_CHUNK at a time, so a request of long contexts (many windows) costs time in
 proportion to its text (which the server bounds), never memory beyond one chunk's.
 """
@@ -34,6 +35,9 @@ class AnswerServing(tf.Module):
         super().__init__(name="answer_serving")
         self.model, self.windows = model, windows
         self.max_answer_tokens, self.unanswerable = max_answer_tokens, unanswerable
+        # log(no-answer probability) - log(best span's) above which an unanswerable-trained model answers "": 0
+        # until the run chooses it on validation (kpipe.evaluation.squad.best_no_answer_threshold)
+        self.no_answer_threshold = tf.Variable(0.0, trainable=False, name="no_answer_threshold")
         self.inputs = {tensor.name.split(":")[0]: tensor.dtype for tensor in model.inputs}
         self.serve = tf.function(self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="question"),
                                                                tf.TensorSpec([None], tf.string, name="context")])
@@ -95,7 +99,7 @@ class AnswerServing(tf.Module):
         start_byte = tf.gather(windows["starts"], first_piece, batch_dims=1)
         end_byte = tf.gather(windows["ends"], last_piece, batch_dims=1)
         if self.unanswerable:
-            found &= tf.math.unsorted_segment_min(null, example, count) <= top
+            found &= tf.math.unsorted_segment_min(null, example, count) <= top * tf.exp(self.no_answer_threshold)
         start_byte, end_byte = tf.where(found, start_byte, 0), tf.where(found, end_byte, 0)
         text = tf.strings.substr(context, start_byte, end_byte - start_byte, unit="BYTE")
         start = tf.strings.length(tf.strings.substr(context, tf.zeros_like(start_byte), start_byte, unit="BYTE"),
@@ -167,7 +171,8 @@ def write_reader_export(path: Path, *, model: keras.Model, serving: AnswerServin
     pre = config.preprocessing
     reporting.write_json({"sequence_length": pre.sequence_length, "stride": pre.stride,
                           "max_question_tokens": pre.max_question_tokens, "max_answer_tokens": pre.max_answer_tokens,
-                          "unanswerable": serving.unanswerable}, path / READER_FILE)
+                          "unanswerable": serving.unanswerable,
+                          "no_answer_threshold": float(serving.no_answer_threshold.numpy())}, path / READER_FILE)
     (path / "vocabulary.txt").write_text("".join(token + "\n" for token in vocabulary), encoding="utf-8")
     reporting.write_json(wordpiece, path / "wordpiece.json")
     with open(path / ANSWERS_FILE, "w", encoding="utf-8") as out:

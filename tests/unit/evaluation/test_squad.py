@@ -4,8 +4,8 @@ sliding-window baseline."""
 import pytest
 
 from kpipe.datasets.questions import Question
-from kpipe.evaluation.squad import (SlidingWindowBaseline, exact_match, f1_score, normalize_answer, question_scores,
-                                    squad_scores)
+from kpipe.evaluation.squad import (SlidingWindowBaseline, best_no_answer_threshold, exact_match, f1_score,
+                                    normalize_answer, question_scores, squad_scores)
 
 
 def question(answers, id="q", context="", text="") -> Question:
@@ -53,3 +53,19 @@ def test_the_sliding_window_baseline_answers_next_to_the_questions_words():
     assert squad_scores(train, baseline.predict(train))["f1"] == 100.0
     start, end = baseline.answer("Which river is the city on ?", context)  # the words around "a river" and "city"
     assert "river" not in context[start:end] and "city" not in context[start:end]  # no question word in an answer
+
+
+def test_the_no_answer_threshold_is_the_one_that_gives_the_best_f1():
+    """Worked by hand. Diffs log(no answer / span): q1 log(0.1/0.5) = -1.609, q2 log(0.3/0.4) = -0.288, q3
+    log(0.25/0.2) = 0.223. At 0: q1's span (1), q2's span where none is wanted (0), q3 no answer (0): 33.3. At
+    -1.609: q2 and q3 answer "": 1 + 1 + 0 = 66.7, the best (at -0.288 and 0.223: 33.3; everything "": 33.3)."""
+    questions = [question([("gravity", 0)], "q1"), question([], "q2"), question([("clouds", 0)], "q3")]
+    chosen = best_no_answer_threshold(questions, ["gravity", "rain", "the sky"], [0.5, 0.4, 0.2], [0.1, 0.3, 0.25])
+    assert chosen["threshold"] == pytest.approx(-1.6094, abs=1e-4)
+    assert chosen["f1"] == pytest.approx(200 / 3) and chosen["f1_at_zero"] == pytest.approx(100 / 3)
+
+
+def test_no_threshold_beats_zero_keeps_zero():
+    questions = [question([("gravity", 0)], "q1"), question([], "q2")]
+    chosen = best_no_answer_threshold(questions, ["gravity", "rain"], [0.5, 0.2], [0.1, 0.4])  # 0 gets both right
+    assert chosen == {"threshold": 0.0, "f1": 100.0, "f1_at_zero": 100.0}

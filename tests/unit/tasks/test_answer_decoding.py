@@ -27,7 +27,8 @@ def logit_model(seed: int) -> keras.Model:
     return keras.Model(inputs, MaskPositions()(logits, inputs["padding_mask"]))
 
 
-def brute_force(model, windows: dict, contexts: list[str], unanswerable: bool) -> list[tuple[str, int, int, float]]:
+def brute_force(model, windows: dict, contexts: list[str], unanswerable: bool,
+                threshold: float = 0.0) -> list[tuple[str, int, int, float]]:
     logits = model({k: windows[k] for k in ("token_ids", "segment_ids", "padding_mask")}).numpy()
     best = {}
     for n, e in enumerate(windows["example"].numpy()):
@@ -49,7 +50,7 @@ def brute_force(model, windows: dict, contexts: list[str], unanswerable: bool) -
         best[("null", e)] = min(best[("null", e)], null)
     answers = []
     for e, context in enumerate(contexts):
-        if e not in best or (unanswerable and best[("null", e)] > best[e][0]):
+        if e not in best or (unanswerable and np.log(best[("null", e)]) - np.log(best[e][0]) > threshold):
             answers.append(("", -1, -1))
             continue
         _, _, first, last = best[e]
@@ -60,9 +61,10 @@ def brute_force(model, windows: dict, contexts: list[str], unanswerable: bool) -
     return answers
 
 
-@pytest.mark.parametrize("seed, unanswerable, chunk", [(0, False, 64), (1, False, 4), (2, False, 64), (0, True, 64),
-                                                       (1, True, 64), (2, True, 4)])
-def test_the_graphs_answer_is_the_best_span_over_all_windows(seed, unanswerable, chunk, monkeypatch):
+@pytest.mark.parametrize("seed, unanswerable, chunk, threshold", [
+    (0, False, 64, 0.0), (1, False, 4, 0.0), (2, False, 64, 0.0), (0, True, 64, 0.0), (1, True, 64, -10.0),
+    (2, True, 4, -12.5)])  # thresholds that turn some spans into "no answer" (their diffs: -8.3, -2.5; -9.5, -11.9)
+def test_the_graphs_answer_is_the_best_span_over_all_windows(seed, unanswerable, chunk, threshold, monkeypatch):
     monkeypatch.setattr(serving_module, "WINDOW_CHUNK", chunk)  # 4: the windows run through several encoder calls
     rng = np.random.default_rng(seed)
     tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
@@ -72,8 +74,10 @@ def test_the_graphs_answer_is_the_best_span_over_all_windows(seed, unanswerable,
     questions = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 8)))) for _ in contexts]
     model = logit_model(seed)
     serving = AnswerServing(model, windows, max_answer_tokens=MAX_ANSWER, unanswerable=unanswerable)
+    serving.no_answer_threshold.assign(threshold)
     out = {k: v.numpy() for k, v in serving.serve(tf.constant(questions), tf.constant(contexts)).items()}
-    expected = brute_force(model, windows(tf.constant(questions), tf.constant(contexts)), contexts, unanswerable)
+    expected = brute_force(model, windows(tf.constant(questions), tf.constant(contexts)), contexts, unanswerable,
+                           threshold)
     assert len(set(windows(tf.constant(questions), tf.constant(contexts))["example"].numpy())) == len(contexts)
     for i, (text, start, end) in enumerate(expected):
         assert (out["answer"][i].decode(), int(out["start"][i]), int(out["end"][i])) == (text, start, end), i
@@ -93,7 +97,8 @@ def every_span(model, windows: dict) -> dict:
         probabilities = []
         for k in (0, 1):
             values = np.array([logits[n, p, k] for p in allowed], np.float64)
-            probabilities.append(dict(zip(allowed, np.exp(values - values.max()) / np.exp(values - values.max()).sum())))
+            exponents = np.exp(values - values.max())
+            probabilities.append(dict(zip(allowed, exponents / exponents.sum())))
         spans = found.setdefault(int(e), {})
         for i in allowed:
             for j in allowed:
@@ -134,6 +139,39 @@ def test_n_best_is_each_questions_likeliest_spans_over_all_windows_each_span_onc
             assert out["scores"][e, rank] == pytest.approx(probability, rel=1e-4)
         if ranked:  # the first is serving_default's answer
             assert (out["answers"][e, 0], out["starts"][e, 0]) == (best["answer"][e], best["start"][e])
+
+
+def test_the_run_sets_the_no_answer_threshold_that_gives_the_best_validation_f1():
+    """`choose_no_answer_threshold` over the graph's own best spans and no-answer scores: the threshold set in the
+    export is best_no_answer_threshold's on them, and the served answers then score that F1."""
+    from kpipe.datasets.questions import Question
+    from kpipe.evaluation.squad import best_no_answer_threshold, squad_scores
+    from kpipe.tasks.answer.run import choose_no_answer_threshold
+
+    rng = np.random.default_rng(3)
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
+    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
+    serving = AnswerServing(logit_model(3), windows, max_answer_tokens=MAX_ANSWER, unanswerable=True)
+    questions = []
+    for i in range(40):
+        context = " ".join(rng.choice(WORDS, size=int(rng.integers(3, 30))))
+        word = str(rng.choice(context.split()))
+        answers = () if i % 2 else ((word, context.index(word)),)  # half of them unanswerable
+        questions.append(Question(f"q{i}", " ".join(rng.choice(WORDS, size=3)), context, answers, "a"))
+    chosen = choose_no_answer_threshold(serving, questions)
+    assert float(serving.no_answer_threshold.numpy()) == pytest.approx(chosen["threshold"])
+    assert chosen["f1"] >= chosen["f1_at_zero"]
+    served = serving.serve(tf.constant([q.question for q in questions]), tf.constant([q.context for q in questions]))
+    predictions = {q.id: text.decode() for q, text in zip(questions, served["answer"].numpy())}
+    assert squad_scores(questions, predictions)["f1"] == pytest.approx(chosen["f1"], abs=1e-6)
+    assert chosen == best_no_answer_threshold(questions, *_best_spans(serving, questions))
+
+
+def _best_spans(serving, questions):
+    out = serving.n_best(tf.constant([q.question for q in questions]), tf.constant([q.context for q in questions]),
+                         tf.constant(1))
+    return ([t.decode() for t in out["answers"].numpy()[:, 0]], out["scores"].numpy()[:, 0].tolist(),
+            out["no_answer_score"].numpy().tolist())
 
 
 def test_n_best_refuses_k_out_of_range():
