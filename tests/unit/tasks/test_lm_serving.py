@@ -74,11 +74,11 @@ def test_beam_search_equals_a_beam_search_that_reruns_the_model(served):
     step every beam's continuations are scored, the `BEAM_WIDTH` likeliest kept, the likeliest returned."""
     bpe, model, serving = served
     prompts = ("In the", "And God said")  # in one batch: each row's beams are its own, whatever the other's length
-    outputs = serving.beam_search(tf.constant(prompts), tf.constant(6))["text"].numpy()
+    outputs = serving.beam_search(tf.constant(prompts), tf.constant(4))["text"].numpy()
     for prompt, out in zip(prompts, outputs):
         beams = [(0.0, [bpe.end_of_text] + bpe.encode([prompt])[0])]
         start = len(beams[0][1])
-        for _ in range(6):
+        for _ in range(4):
             candidates = []
             for score, ids in beams:
                 log_probs = log_softmax(full_model_logits(model, ids)[-1].astype("float64"))
@@ -107,6 +107,7 @@ def test_score_is_the_log_softmax_of_the_models_logits_over_windows(served):
         assert out["characters"][i] == len(text)
 
 
+@pytest.mark.parametrize("served", ["gpt"], indirect=True)  # the samplers' settings: the same for every decoder
 def test_a_seed_repeats_a_sample_and_bad_settings_fail_in_the_graph(served):
     _, _, serving = served
     prompts = tf.constant(["In the beginning"])
