@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from kpipe.cli.export_commands import _existing_file, _write_answers, export_of
+from kpipe.cli.export_commands import existing_file, write_answers, export_of
 from kpipe.errors import KpipeError
 from kpipe.portable.reader import N_BEST_MOST
 from kpipe.portable.runtime import is_portable
@@ -26,7 +26,7 @@ def cmd_answer(args) -> int:
         if args.question or args.context is not None or args.context_file:
             raise KpipeError("give questions with --question and --context (or --context-file), or a --file table of "
                              "them, not both")
-        if not is_table(_existing_file("--file", args.file)):
+        if not is_table(existing_file("--file", args.file)):
             raise KpipeError(f"--file {args.file} is not a table (.csv, .tsv, .parquet, .jsonl): give one with "
                              f"'{args.question_column}' and '{args.context_column}' columns")
         output = batch_predict.check_output(args.output, args.file, overwrite=args.overwrite) if args.output else None
@@ -42,7 +42,7 @@ def cmd_answer(args) -> int:
                              "or --file questions.csv")
         if (args.context is None) == (args.context_file is None):
             raise KpipeError("pass the passage with --context TEXT or with --context-file FILE (one of them)")
-        context = args.context if args.context_file is None else read_text(_existing_file("--context-file",
+        context = args.context if args.context_file is None else read_text(existing_file("--context-file",
                                                                                           args.context_file))
         questions, contexts = list(args.question), [context] * len(args.question)
     if is_portable(args.model):  # an ONNX or LiteRT export: answered without TensorFlow
@@ -52,7 +52,7 @@ def cmd_answer(args) -> int:
     else:
         model_dir = export_of(args, "answer", "kpipe answer")  # fails fast, before TensorFlow loads
     if output:
-        return _write_answers(args, "answer", model_dir, table, output)
+        return write_answers(args, "answer", model_dir, table, output)
     from kpipe.tasks.answer.predict import answer_questions
 
     for question, found in zip(questions, answer_questions(model_dir, questions, contexts, n_best=args.n_best)):

@@ -29,7 +29,7 @@ def _read_lines(stream_bytes: bytes, source: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")] if text else []
 
 
-def _existing_file(option: str, path: str) -> Path:
+def existing_file(option: str, path: str) -> Path:
     """The file an option names; one clear error if it is missing."""
     if not Path(path).is_file():
         raise KpipeError(f"{option} not found: {path}")
@@ -39,7 +39,7 @@ def _existing_file(option: str, path: str) -> Path:
 def file_lines(option: str, path: str, keep_blank: bool = False) -> list[str]:
     """The lines of the file an option names (UTF-8; the non-blank ones unless `keep_blank`); one clear error if
     it is missing."""
-    lines = _read_lines(_existing_file(option, path).read_bytes(), path)
+    lines = _read_lines(existing_file(option, path).read_bytes(), path)
     return lines if keep_blank else [line for line in lines if line.strip()]
 
 
@@ -72,7 +72,7 @@ def _texts_and_output(args, verb: str):
             raise KpipeError("give pairs with --pair FIRST SECOND or texts (arguments, --file), not both")
         return batch_predict.pair_table([tuple(pair) for pair in pairs]), output
     if args.file and is_table(Path(args.file)):
-        _existing_file("--file", args.file)
+        existing_file("--file", args.file)
         if getattr(args, "texts", None):
             raise KpipeError(f"give texts as arguments or in --file {args.file}, not both")
         return batch_predict.read_texts(args.file, args.column, pair_column=pair_column), output
@@ -85,7 +85,7 @@ def _texts_and_output(args, verb: str):
     return batch_predict.read_texts(None, None, lines=_input_texts(args, verb)), output
 
 
-def _write_answers(args, task: str, model_dir: Path, table, output: Path) -> int:
+def write_answers(args, task: str, model_dir: Path, table, output: Path) -> int:
     from kpipe.cli import batch_predict
 
     rows = batch_predict.predict_file(task, model_dir, table, output, progress=sys.stderr.isatty() and not args.quiet)
@@ -107,7 +107,7 @@ def cmd_translate(args) -> int:
     table, output = _texts_and_output(args, "translate")
     model_dir = export_of(args, "translate", "kpipe translate")  # fails fast, before TensorFlow loads
     if output:
-        return _write_answers(args, "translate", model_dir, table, output)
+        return write_answers(args, "translate", model_dir, table, output)
     texts = table.texts
     from kpipe.tasks.translate.predict import translate_texts
 
@@ -122,7 +122,7 @@ def cmd_tag(args) -> int:
     table, output = _texts_and_output(args, "tag")
     model_dir = export_of(args, "tag", "kpipe tag", signature="tag_tokens")  # fails fast, before TensorFlow loads
     if output:
-        return _write_answers(args, "tag", model_dir, table, output)
+        return write_answers(args, "tag", model_dir, table, output)
     from kpipe.tasks.tag.predict import marked, tag_texts
 
     for answer in tag_texts(model_dir, table.texts):
@@ -142,7 +142,7 @@ def _tag_conll(args) -> int:
                          "--token-column); give the file, no texts and no --column")
     output = (batch_predict.check_output(args.output, args.file, overwrite=args.overwrite, any_format=True)
               if args.output else None)
-    lines, sentences = conll_sentences(read_text(_existing_file("--file", args.file)), args.file, args.token_column)
+    lines, sentences = conll_sentences(read_text(existing_file("--file", args.file)), args.file, args.token_column)
     model_dir = export_of(args, "tag", "kpipe tag", signature="tag_tokens")  # fails fast, before TensorFlow loads
     tagged = "\n".join(tag_conll(model_dir, lines, sentences, args.token_column))
     if output is None:
@@ -158,7 +158,7 @@ def cmd_embed(args) -> int:
     # fails fast, before TensorFlow loads
     model_dir = export_of(args, SENTENCE_ENCODERS, "kpipe embed", signature="embed")
     if output:
-        return _write_answers(args, "embed", model_dir, table, output)
+        return write_answers(args, "embed", model_dir, table, output)
     texts = table.texts
     from kpipe.vectors.sentence_embeddings import embed_texts
 
@@ -191,7 +191,7 @@ def cmd_predict(args) -> int:
     model_dir = export_of(args, "classify", "kpipe predict")  # fails fast, before TensorFlow loads
     _check_pairs_match(args.model, model_dir, table)
     if output:
-        return _write_answers(args, "classify", model_dir, table, output)
+        return write_answers(args, "classify", model_dir, table, output)
     texts = table.texts
 
     from kpipe.tasks.classify.predict import predict_texts
@@ -245,7 +245,7 @@ def _predict_portable(args, folder: Path, table, output: Path | None) -> int:
     if table.pairs is not None:
         raise KpipeError(f"{folder} classifies single texts; it takes no second texts (--pair, --pair-column)")
     if output:
-        return _write_answers(args, "classify", folder, table, output)
+        return write_answers(args, "classify", folder, table, output)
     classifier = PortableClassifier.open(folder)
     _print_predictions(args, classifier.predict_all(table.texts))
     return 0
