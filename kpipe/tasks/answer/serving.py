@@ -65,7 +65,8 @@ class AnswerServing(tf.Module):
         context_after = tf.signal.frame(in_context, width, 1, pad_end=True, pad_value=False, axis=1)
         valid = in_context[..., None] & context_after
         products = tf.where(valid, starts[..., None] * ends_after, -1.0)
-        return tf.reshape(products, [tf.shape(products)[0], -1]), starts[:, 0] * ends[:, 0]
+        null = tf.reshape(starts[:, :1] * ends[:, :1], [-1])  # [:1], not [0]: a batch of no questions has no column
+        return tf.reshape(products, [tf.shape(products)[0], -1]), null
 
     def logits(self, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
         """The model's logits (N, L, 2) over the windows, in equal chunks of at most WINDOW_CHUNK windows called in

@@ -183,12 +183,15 @@ def test_n_best_refuses_k_out_of_range():
             serving.n_best(tf.constant(["who"]), tf.constant(["the crew"]), tf.constant(k))
 
 
-def test_a_batch_of_empty_contexts_has_no_answers():
+def test_a_batch_of_empty_contexts_or_of_no_questions_has_no_answers():
     tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
     windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
     serving = AnswerServing(logit_model(0), windows, max_answer_tokens=MAX_ANSWER, unanswerable=False)
     out = serving.serve(tf.constant(["who ?", ""]), tf.constant(["", "  "]))
     assert out["answer"].numpy().tolist() == [b"", b""] and out["start"].numpy().tolist() == [-1, -1]
+    nothing = tf.constant([], tf.string)  # and a batch of no questions: no answers, no error
+    assert serving.serve(nothing, nothing)["answer"].shape == (0,)
+    assert serving.n_best(nothing, nothing, tf.constant(2))["answers"].shape == (0, 2)
 
 
 class CountRows(keras.layers.Layer):
