@@ -96,12 +96,12 @@ class LanguageModelServing(tf.Module):
         with tf.control_dependencies(checks):
             ids = self.tokens_after_start(prompt)
         lengths = tf.cast(ids.row_lengths(), tf.int32)
-        prompt_fits = tf.debugging.assert_less(tf.reduce_max(lengths), self.sequence_length, message=(
+        longest = tf.reduce_max(tf.concat([lengths, [1]], axis=0))  # 1, the start token, for a batch of no prompts
+        prompt_fits = tf.debugging.assert_less(longest, self.sequence_length, message=(
             f"the prompt is longer than the model's context of {self.sequence_length} tokens; shorten it"))
         max_new_tokens = tf.where(max_new_tokens < 0,  # serving_default: as many as fit, DEFAULT_NEW_TOKENS at most
-                                  tf.minimum(DEFAULT_NEW_TOKENS, self.sequence_length - tf.reduce_max(lengths)),
-                                  max_new_tokens)
-        total = tf.reduce_max(lengths) + max_new_tokens
+                                  tf.minimum(DEFAULT_NEW_TOKENS, self.sequence_length - longest), max_new_tokens)
+        total = longest + max_new_tokens
         output_fits = tf.debugging.assert_less_equal(total, self.sequence_length, message=(
             f"the prompt's tokens plus max_new_tokens exceed the model's context of {self.sequence_length} tokens"))
         # Padding must not be the stop token: keras-hub's samplers stop when every row holds one outside its prompt.
@@ -109,7 +109,8 @@ class LanguageModelServing(tf.Module):
             token_ids = padded(ids, total, value=self.end_of_text + 1)
 
         def written(token_ids, lengths):
-            first = tf.reduce_min(lengths)  # the samplers start here; rows with longer prompts keep theirs
+            # the samplers start here; rows with longer prompts keep theirs (no prompts: nothing to write)
+            first = tf.reduce_min(tf.concat([lengths, [tf.shape(token_ids)[1]]], axis=0))
             width = tf.shape(token_ids)[1]
             cache = self.decoder.prefill(token_ids, first - 1, self.decoder.empty_cache(token_ids))
 
@@ -129,7 +130,10 @@ class LanguageModelServing(tf.Module):
                 out = written(tf.reshape(ids[:width], [-1, width]), tf.reshape(length, [-1]))[0]
                 return tf.pad(out, [[0, total - width]], constant_values=self.end_of_text + 1)
 
-            out = tf.map_fn(one_row, (token_ids, lengths), fn_output_signature=tf.TensorSpec([None], tf.int32))
+            out = tf.cond(tf.size(lengths) > 0,  # map_fn cannot stack no rows of unknown width
+                          lambda: tf.map_fn(one_row, (token_ids, lengths),
+                                            fn_output_signature=tf.TensorSpec([None], tf.int32)),
+                          lambda: tf.zeros([0, total], tf.int32))
         else:
             out = written(token_ids, lengths)
         return {"text": self._continuations(out, lengths, max_new_tokens)}

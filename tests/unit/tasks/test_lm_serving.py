@@ -117,6 +117,10 @@ def test_a_seed_repeats_a_sample_and_bad_settings_fail_in_the_graph(served):
                                 tf.constant(top_p), tf.constant(seed))["text"].numpy()[0]
 
     assert sample(5) == sample(5)
+    nothing = tf.constant([], tf.string)  # a batch of no prompts: no texts, no error, whatever the sampler
+    assert serving.generate(nothing, tf.constant(4), tf.constant(0.0), tf.constant(0), tf.constant(1.0),
+                            tf.constant(-1))["text"].shape == (0,)
+    assert serving.beam_search(nothing, tf.constant(4))["text"].shape == (0,)
     assert len({sample(seed) for seed in range(6)}) > 1
     for bad, message in [(dict(top_p=0.0), "top_p"), (dict(temperature=-1.0), "temperature"),
                          (dict(top_k=10_000), "top_k"), (dict(new=CONTEXT), "context")]:
