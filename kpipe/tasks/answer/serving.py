@@ -101,14 +101,9 @@ class AnswerServing(tf.Module):
         end_byte = tf.gather(windows["ends"], last_piece, batch_dims=1)
         if self.unanswerable:
             found &= tf.math.unsorted_segment_min(null, example, count) <= top * tf.exp(self.no_answer_threshold)
-        start_byte, end_byte = tf.where(found, start_byte, 0), tf.where(found, end_byte, 0)
-        text = tf.strings.substr(context, start_byte, end_byte - start_byte, unit="BYTE")
-        start = tf.strings.length(tf.strings.substr(context, tf.zeros_like(start_byte), start_byte, unit="BYTE"),
-                                  unit="UTF8_CHAR")
-        end = start + tf.strings.length(text, unit="UTF8_CHAR")
+        text, start, end = character_span(context, tf.where(found, start_byte, 0), tf.where(found, end_byte, 0))
         return {"answer": text, "start": tf.where(found, start, -1), "end": tf.where(found, end, -1),
                 "score": tf.where(found, top, tf.math.unsorted_segment_min(null, example, count))}
-
 
     def _n_best(self, question, context, k):
         """Each question's k likeliest spans over all its windows, likeliest first, a span once (at its best
@@ -150,14 +145,19 @@ class AnswerServing(tf.Module):
         first_piece, last_piece = by_question(unique // pieces % pieces, 0), by_question(unique % pieces, 0)
         start_byte = tf.where(found, tf.gather(windows["starts"], first_piece, batch_dims=1), 0)
         end_byte = tf.where(found, tf.gather(windows["ends"], last_piece, batch_dims=1), 0)
-        contexts = tf.broadcast_to(context[:, None], tf.shape(start_byte))
-        text = tf.strings.substr(contexts, start_byte, end_byte - start_byte, unit="BYTE")
-        start = tf.strings.length(tf.strings.substr(contexts, tf.zeros_like(start_byte), start_byte, unit="BYTE"),
-                                  unit="UTF8_CHAR")
-        end = start + tf.strings.length(text, unit="UTF8_CHAR")
+        text, start, end = character_span(tf.broadcast_to(context[:, None], tf.shape(start_byte)), start_byte,
+                                          end_byte)
         return {"answers": text, "starts": tf.where(found, start, -1), "ends": tf.where(found, end, -1),
                 "scores": tf.where(found, scores, 0.0),
                 "no_answer_score": tf.math.unsorted_segment_min(null, windows["example"], count)}
+
+
+def character_span(context, start_byte, end_byte):
+    """The text between two byte offsets of each context, and its character offsets [start, end) in it."""
+    text = tf.strings.substr(context, start_byte, end_byte - start_byte, unit="BYTE")
+    start = tf.strings.length(tf.strings.substr(context, tf.zeros_like(start_byte), start_byte, unit="BYTE"),
+                              unit="UTF8_CHAR")
+    return text, start, start + tf.strings.length(text, unit="UTF8_CHAR")
 
 
 def write_reader_export(path: Path, *, model: keras.Model, serving: AnswerServing, config, metrics: dict,
