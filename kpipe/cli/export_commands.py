@@ -120,7 +120,7 @@ def cmd_tag(args) -> int:
     if args.conll:
         return _tag_conll(args)
     table, output = _texts_and_output(args, "tag")
-    model_dir = export_of(args, "tag", "kpipe tag", signature="tag_tokens")  # fails fast, before TensorFlow loads
+    model_dir = _tagger(args)
     if output:
         return write_answers(args, "tag", model_dir, table, output)
     from kpipe.tasks.tag.predict import marked, tag_texts
@@ -128,6 +128,16 @@ def cmd_tag(args) -> int:
     for answer in tag_texts(model_dir, table.texts):
         print(json.dumps(answer, ensure_ascii=False) if args.format == "jsonl" else marked(answer))
     return 0
+
+
+def _tagger(args) -> Path:
+    """The tagger export `kpipe tag` was given: a SavedModel (checked before TensorFlow loads) or a portable export
+    (answered without TensorFlow)."""
+    if is_portable(args.model):
+        from kpipe.portable.tagger import PortableTagger
+
+        return PortableTagger.open(args.model).folder
+    return export_of(args, "tag", "kpipe tag", signature="tag_tokens")
 
 
 def _tag_conll(args) -> int:
@@ -143,7 +153,7 @@ def _tag_conll(args) -> int:
     output = (batch_predict.check_output(args.output, args.file, overwrite=args.overwrite, any_format=True)
               if args.output else None)
     lines, sentences = conll_sentences(read_text(existing_file("--file", args.file)), args.file, args.token_column)
-    model_dir = export_of(args, "tag", "kpipe tag", signature="tag_tokens")  # fails fast, before TensorFlow loads
+    model_dir = _tagger(args)
     tagged = "\n".join(tag_conll(model_dir, lines, sentences, args.token_column))
     if output is None:
         print(tagged, end="" if tagged.endswith("\n") else "\n")

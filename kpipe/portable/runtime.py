@@ -375,12 +375,13 @@ def open_portable(folder: str | Path) -> PortableExport:
     """The portable export in `folder`, as the class of the task it was exported from (a server's view)."""
     from kpipe.portable.generator import PortableGenerator  # (they build on this module)
     from kpipe.portable.reader import PortableReader
+    from kpipe.portable.tagger import PortableTagger
 
     task = json.loads((Path(folder) / MANIFEST_FILE).read_text(encoding="utf-8")).get("task")
     kinds = {kind.task: kind for kind in (PortableClassifier, PortableForecaster, PortableWordVectors,
-                                          PortableGenerator, PortableReader)}
+                                          PortableGenerator, PortableReader, PortableTagger)}
     if task not in kinds:
         raise KpipeError(f"{folder} is a portable {task} export; only classifiers, forecasters, word vectors, "
-                         "name generators and readers are exported")
+                         "name generators, readers and taggers are exported")
     return kinds[task].open(folder)
 

@@ -151,6 +151,8 @@ def portable_signatures(export) -> dict[str, Signature]:
                             "score": TensorInfo("score", np.dtype(np.float32), (None,)),
                             "start": TensorInfo("start", np.dtype(np.int32), (None,))})
         return {"serving_default": answer}
+    if export.task == "tag":
+        return _portable_tag(export)
     labels = len(export.label_names)  # (`kpipe export` writes no pair classifiers)
 
     def classify(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -166,6 +168,23 @@ def portable_signatures(export) -> dict[str, Signature]:
     serve = Signature("serve", _rejecting(classify), {"text": TensorInfo("text", STRING, (None,))},
                       {o.name: o for o in sorted(outputs, key=lambda o: o.name)})
     return {"serving_default": serve, "serve": serve}
+
+
+def _portable_tag(export) -> dict[str, Signature]:
+    """A tagger's `serving_default` (raw texts -> words, tags, entities) and `tag_tokens` (words -> tags)."""
+    text = lambda values: [v.decode("utf-8", "replace") for v in values]  # noqa: E731
+    matrix = lambda name, dtype: TensorInfo(name, np.dtype(dtype), (None, None))  # noqa: E731
+    strings = lambda name: TensorInfo(name, STRING, (None, None))  # noqa: E731
+    serve = Signature("serving_default", _rejecting(lambda inputs: export.serve(text(inputs["text"]))),
+                      {"text": TensorInfo("text", STRING, (None,))},
+                      {info.name: info for info in sorted(
+                          [strings("entity_labels"), strings("entity_texts"), strings("tags"), strings("words"),
+                           matrix("entity_starts", np.int32), matrix("entity_ends", np.int32),
+                           matrix("entity_scores", np.float32)], key=lambda info: info.name)})
+    tag_tokens = Signature("tag_tokens", _rejecting(lambda inputs: export.tag_tokens(inputs["tokens"])),
+                           {"tokens": strings("tokens")},
+                           {"scores": matrix("scores", np.float32), "tags": strings("tags")})
+    return {"serving_default": serve, "tag_tokens": tag_tokens}
 
 
 def _portable_generate(export) -> Signature:
@@ -192,11 +211,13 @@ def _portable_generate(export) -> Signature:
 
 def _rejecting(call: Callable) -> Callable:
     """`call`, with the runtime's refusal of an input (onnxruntime, LiteRT: a ValueError or RuntimeError
-    subclass) raised as InputRejected."""
+    subclass) or kpipe's (a KpipeError: a sentence too long for a LiteRT tagger) raised as InputRejected."""
+    from kpipe.errors import KpipeError
+
     def guarded(inputs):
         try:
             return call(inputs)
-        except (ValueError, RuntimeError) as failure:
+        except (ValueError, RuntimeError, KpipeError) as failure:
             raise InputRejected(str(failure).strip().splitlines()[-1] if str(failure).strip()
                                 else type(failure).__name__) from None
     return guarded

@@ -104,7 +104,9 @@ TASK_CASES = [
               "top_p": 0.9, "seed": 3},
              ("tag", "EXPORT", "some text")),
     TaskCase("tag", "ner-tweets",
-             ("--set", "data.limit=500", "--set", "training.epochs=3", "--set", 'model.pretrained_embeddings=""',
+             # enough tweets and epochs that the small model marks entities (its export's entity checks need some)
+             ("--set", "data.limit=1000", "--set", "training.epochs=8", "--set", "training.learning_rate=0.01",
+              "--set", 'model.pretrained_embeddings=""',
               "--set", "model.embedding_dim=16", "--set", "model.units=[16]", "--set", "model.char_units=8",
               "--set", "preprocessing.vocabulary_size=3000"), "serving_default",
              {"text": ["Barack Obama visited Paris with @john", "I love New York!", ""]},

@@ -8,7 +8,7 @@ in-graph sampler steps the cells). So the export holds the model's layers rearra
     start   category (batch,) -> the first layer's initial states (only with conditioning = "initial_state";
             otherwise every layer starts from zeros)
 
-The same trained layer objects, so the same weights; dropout is expected removed (`kpipe.exports.portable.network`).
+The same trained layer objects, so the same weights; dropout is expected removed (`kpipe.exports.portable_networks.network`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ SPEC = FamilySpec(
     "rnn_tagger",
     config=RNNTaggerConfig,
     builder="kpipe.families.rnn_tagger.model:build_rnn_tagger",
+    portable=True,
     summary="word (GloVe-initialisable), character and casing features -> (Bi)LSTM -> a tag per word, softmax or "
             "linear-chain CRF",
 )

@@ -16,8 +16,9 @@ from kpipe.layers.recurrent_cells import CELLS
 @keras.saving.register_keras_serializable(package="kpipe")
 class CharWordEncoder(keras.layers.Layer):
     """Each word's characters (batch, words, chars) -> one vector per word (batch, words, features): a CNN
-    max-pooled over the word's characters, or a BiLSTM's final states. Padding characters (id 0) are left out; a
-    padding word reads as one padding character (a sequence of length 0 is what cuDNN cannot take)."""
+    max-pooled over the word's characters, or a BiLSTM's final states. Padding characters (id 0) are left out (zeros
+    under the convolution, masked in the BiLSTM); a padding word reads as one padding character (a sequence of
+    length 0 is what cuDNN cannot take)."""
 
     def __init__(self, kind: str, char_vocabulary_size: int, embedding_dim: int, units: int, window: int,
                  **kwargs):
@@ -42,7 +43,9 @@ class CharWordEncoder(keras.layers.Layer):
         present = tf.concat([tf.ones_like(present[:, :1]), present[:, 1:]], axis=1)  # at least one step
         x = self.embedding(flat)
         if self.kind == "cnn":
-            x = self.encoder(x)
+            # padding characters as zeros, which is what the convolution's own "same" padding adds past the batch's
+            # longest word: a word's features then do not depend on how long the other words of its batch are
+            x = self.encoder(x * tf.cast(tf.not_equal(flat, 0), x.dtype)[:, :, None])
             x = tf.reduce_max(tf.where(present[:, :, None], x, -1e9 * tf.ones_like(x)), axis=1)
         else:
             x = self.encoder(x, mask=present)

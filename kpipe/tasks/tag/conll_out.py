@@ -48,13 +48,11 @@ def conll_sentences(text: str, path: str | Path, token_column: int = 0) -> tuple
 
 def tag_conll(model_dir: str | Path, lines: list[str], sentences: list[list[int]], token_column: int = 0,
               on_batch: Callable[[int], None] | None = None) -> list[str]:
-    """`lines` with each word line's predicted tag appended (and `O` on `-DOCSTART-` lines)."""
-    import numpy as np
-    import tensorflow as tf
+    """`lines` with each word line's predicted tag appended (and `O` on `-DOCSTART-` lines); `model_dir` a SavedModel
+    export or its portable export."""
+    from kpipe.tasks.tag.predict import tag_tokens
 
-    from kpipe.exports.saved_model import load_saved_model
-
-    tag_tokens = load_saved_model(Path(model_dir)).signatures["tag_tokens"]
+    tags_of = tag_tokens(model_dir)
     tagged = list(lines)
     for index, line in enumerate(lines):
         if line.split()[:1] == ["-DOCSTART-"]:
@@ -62,12 +60,9 @@ def tag_conll(model_dir: str | Path, lines: list[str], sentences: list[list[int]
     for begin in range(0, len(sentences), BATCH):
         chunk = sentences[begin:begin + BATCH]
         words = [[lines[i].split()[token_column] for i in sentence] for sentence in chunk]
-        width = max(len(w) for w in words)
-        padded = np.array([w + [""] * (width - len(w)) for w in words], dtype=object)
-        tags = tag_tokens(tokens=tf.constant(padded, tf.string))["tags"].numpy()
-        for sentence, row in zip(chunk, tags):
+        for sentence, row in zip(chunk, tags_of(words)):
             for i, tag in zip(sentence, row):
-                tagged[i] = f"{lines[i]} {tag.decode()}"
+                tagged[i] = f"{lines[i]} {tag}"
         if on_batch:
             on_batch(len(chunk))
     return tagged

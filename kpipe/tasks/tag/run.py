@@ -42,12 +42,14 @@ def _run_tag(run: Run, config: PipelineConfig) -> RunResult:
         splits = load_tagged(config.data)
         inputs = WordPieceWindows(tokenizer, sequence_length=pre.sequence_length, stride=pre.stride)
         model_config, words, vectors = dataclasses.replace(config.model, num_tags=len(splits.tags)), [], None
+        tables = None
     else:
         splits = load_tagged(config.data)
         vectors = (load_word_vectors(config.model.pretrained_embeddings, expected_dim=config.model.embedding_dim)
                    if config.model.pretrained_embeddings else None)  # loaded first, so a bad file fails in seconds
         words, chars = fit_tables(splits.train, pre, extra_words=vectors.words if vectors else ())
         inputs = TaggerInputs(words, chars, pre)
+        tables = {"words": words, "chars": chars}  # the id tables, for the portable export's NumPy lookup
         model_config = dataclasses.replace(config.model, vocabulary_size=inputs.vocabulary_size,
                                            char_vocabulary_size=inputs.char_vocabulary_size, num_tags=len(splits.tags))
     model, history, coverage = train(run, model_config, splits, inputs, words, vectors)
@@ -68,7 +70,7 @@ def _run_tag(run: Run, config: PipelineConfig) -> RunResult:
     log.info("Test on %d sentences:\n%s", len(splits.test), comparison_table(metrics))
     version_dir = run.publish(lambda path: write_tagger_export(
         path, model=model, serving=serving, config=config, metrics=metrics, history=history, work_dir=run.work_dir,
-        tags=splits.tags, scheme=splits.scheme), data=splits.train)
+        tags=splits.tags, scheme=splits.scheme, tables=tables), data=splits.train)
     return RunResult(version_dir, metrics, summary_text(metrics, splits, version_dir))
 
 

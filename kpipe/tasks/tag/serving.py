@@ -14,7 +14,7 @@ import tensorflow as tf
 from kpipe.evaluation import reporting
 from kpipe.exports import run_files, saved_model
 from kpipe.preprocessing.tagging import TaggerInputs, split_words
-from kpipe.tasks.tag import TAGS_FILE
+from kpipe.portable.tagger import TABLES_FILE, TAGS_FILE
 
 
 class TaggerServing(tf.Module):
@@ -93,9 +93,13 @@ class TaggerServing(tf.Module):
 
 
 def write_tagger_export(path: Path, *, model: keras.Model, serving: TaggerServing, config, metrics: dict,
-                        history: list[dict], work_dir: Path, tags: list[str], scheme: str) -> None:
-    """The SavedModel (`serving_default` on raw text, `tag_tokens` on words), the run files and the tag names."""
+                        history: list[dict], work_dir: Path, tags: list[str], scheme: str,
+                        tables: dict | None = None) -> None:
+    """The SavedModel (`serving_default` on raw text, `tag_tokens` on words), the run files, the tag names and
+    (an `rnn_tagger`) its word and character tables, ids from 2 in list order (what `kpipe export` reads)."""
     saved_model.write_saved_model(path, tracked=[model, serving, serving.inputs],
                                   endpoints={"serving_default": serving.serve, "tag_tokens": serving.tag_tokens})
     run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     reporting.write_json({"tags": tags, "scheme": "iob2", "read_as": scheme}, path / TAGS_FILE)
+    if tables is not None:
+        reporting.write_json(tables, path / TABLES_FILE)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from kpipe.exports.portable import write_keras_network
+from kpipe.exports.portable_networks import write_keras_network
 from kpipe.families.char_rnn.config import CharGeneratorConfig
 from kpipe.families.char_rnn.model import build_char_generator
 from kpipe.families.char_rnn.step_network import start_network, step_network
