@@ -9,8 +9,12 @@ sentences of `--data` (its speed depends on its feature count, which grows with 
 
 Usage:
     python benchmarks/tag_speed.py --model saved_models/ner-conll-bilstm/1 \
-        --data conll2003-train.txt.gz --dev conll2003-valid.txt.gz [--repeats 3]
-The portable exports of `rnn_tagger` (ONNX / LiteRT) are not built yet, so they have no row.
+        --data conll2003-train.txt.gz --dev conll2003-valid.txt.gz [--repeats 3] \
+        [--portable saved_models/ner-conll-bilstm/1-onnx saved_models/ner-conll-bilstm/1-litert-int8 ...]
+
+Each `--portable` export (`kpipe export`) gets the same rows (its `tag_tokens` in NumPy around onnxruntime or
+LiteRT; LiteRT answers one sentence a call) and its agreement with the SavedModel: the share of the dev file's words
+given the same tag, and of its sentences given the same entities.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ def main():
     parser.add_argument("--crf-sentences", type=int, default=14_000)
     parser.add_argument("--single", type=int, default=300, help="sentences timed one at a time")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--portable", nargs="*", default=[], help="portable exports of --model to time beside it")
     args = parser.parse_args()
 
     import numpy as np
@@ -87,9 +92,11 @@ def main():
                "SavedModel serving_default (raw text)": lambda w: serve(text=tf.constant([" ".join(w)])),
                "feature CRF": lambda w: crf.predict_single([word_features(w, i) for i in range(len(w))])}
     rates = {"SavedModel tag_tokens": [], "feature CRF": []}
+    batched = [("SavedModel tag_tokens", savedmodel_batched), ("feature CRF", crf_batched)]
+    agreement = portable_rows(args.portable, tag_tokens, batches, singles, rates, batched)
     latencies = {name: [] for name in singles}
     for repeat in range(args.repeats):
-        order = [("SavedModel tag_tokens", savedmodel_batched), ("feature CRF", crf_batched)]
+        order = batched
         for name, run in order if repeat % 2 == 0 else order[::-1]:
             started = time.perf_counter()
             run()
@@ -108,6 +115,39 @@ def main():
         p50 = [1000 * float(np.percentile(r, 50)) for r in repeats]
         p90 = statistics.median(1000 * float(np.percentile(r, 90)) for r in repeats)
         print(f"{name:<40} {statistics.median(p50):>14.2f} {f'({min(p50):.2f}-{max(p50):.2f})':>14} {p90:>8.2f}")
+    if agreement:
+        print(f"\n{'agreement with the SavedModel':<40} {'words, same tag':>16} {'sentences, same entities':>25}")
+        for name, (words_same, sentences_same) in agreement.items():
+            print(f"{name:<40} {100 * words_same:>15.2f}% {100 * sentences_same:>24.2f}%")
+
+
+def portable_rows(folders, tag_tokens, batches, singles, rates, batched) -> dict:
+    """Adds each portable export's batched and single-sentence calls to the tables, and returns its agreement with
+    the SavedModel over every batch: (share of words with the same tag, of sentences with the same entities)."""
+    import tensorflow as tf
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    from kpipe.portable.tagger import PortableTagger
+
+    agreement = {}
+    for folder in folders:
+        tagger, name = PortableTagger.open(folder), Path(folder).name
+        same_words = words = same_sentences = sentences = 0
+        for batch in batches:
+            theirs = tag_tokens(tokens=tf.constant(padded(batch)))["tags"].numpy()
+            mine = tagger.tag_tokens(padded(batch))["tags"]
+            for words_, a, b in zip(batch, theirs, mine):
+                a, b = [t.decode() for t in a[:len(words_)]], [t.decode() for t in b[:len(words_)]]
+                same_words += sum(x == y for x, y in zip(a, b))
+                words += len(words_)
+                same_sentences += get_entities(a) == get_entities(b)
+                sentences += 1
+        agreement[name] = (same_words / words, same_sentences / sentences)
+        rates[name] = []
+        batched.append((name, lambda tagger=tagger: [tagger.tag_tokens(padded(b)) for b in batches]))
+        singles[f"{name} tag_tokens"] = lambda w, tagger=tagger: tagger.tag_tokens(padded([w]))
+        singles[f"{name} serving_default (raw text)"] = lambda w, tagger=tagger: tagger.serve([" ".join(w)])
+    return agreement
 
 
 if __name__ == "__main__":

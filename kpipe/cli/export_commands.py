@@ -309,8 +309,9 @@ def cmd_forecast(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    if is_portable(args.model):
-        model_dir, task = Path(args.model), "generate"
+    if is_portable(args.model):  # a name generator's or a language model's
+        model_dir = Path(args.model)
+        task = json.loads((model_dir / "kpipe.json").read_text(encoding="utf-8")).get("task")
     else:
         from kpipe.exports.open import open_export
 
@@ -344,7 +345,8 @@ def _write_text(args, model_dir: Path) -> int:
                          "takes --prompt, --max-new-tokens, --temperature, --top-k, --top-p, --seed, --beam-search")
     settings = SamplerSettings.from_options(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed,
                                             beam_search=args.beam_search)
-    import_tensorflow_quietly()
+    if not is_portable(model_dir):  # an ONNX or LiteRT export writes without TensorFlow
+        import_tensorflow_quietly()
     for prompt, text in zip(args.prompt, write(model_dir, args.prompt, settings)):
         print(json.dumps({"prompt": prompt, "text": text}, ensure_ascii=False) if args.json else prompt + text)
     return 0
@@ -354,7 +356,12 @@ def cmd_perplexity(args) -> int:
     from kpipe.tasks.lm.predict import read_documents_file
 
     documents = read_documents_file(args.file, paragraphs=args.paragraphs)
-    model_dir = export_of(args, "lm", "kpipe perplexity", signature="score")
+    if is_portable(args.model):  # an ONNX or LiteRT export scores without TensorFlow
+        from kpipe.portable.language_model import PortableLanguageModel
+
+        model_dir = PortableLanguageModel.open(args.model).folder
+    else:
+        model_dir = export_of(args, "lm", "kpipe perplexity", signature="score")
     from kpipe.tasks.lm.predict import perplexity
 
     figures = perplexity(model_dir, documents)

@@ -32,7 +32,9 @@ from kpipe.exports.portable_networks import write_network
 from kpipe.portable.runtime import PREPROCESSING_FILE
 from kpipe.portable.generator import GENERATOR_FILE
 from kpipe.tasks.registry import TASKS
+from kpipe.portable.language_model import SETTINGS_FILE
 from kpipe.portable.tagger import TABLES_FILE, TAGS_FILE
+from kpipe.preprocessing.byte_bpe import TOKENIZER_FILE
 from kpipe.exports.versions import tmp_name, resolve_model_dir
 
 log = logging.getLogger(__name__)
@@ -107,7 +109,8 @@ def write_portable(plan: PortablePlan) -> Path:
         for member in members:
             write_network(source / member["keras"], tmp / member["network"], fmt, quantize, member)
             for name in (member.get("vocabulary"), member.get("idf"), member.get("wordpiece"), member.get("generator"),
-                         member.get("reader"), member.get("tables"), member.get("tags")):
+                         member.get("reader"), member.get("tables"), member.get("tags"), member.get("tokenizer"),
+                         member.get("settings")):
                 if name:
                     shutil.copy2(source / name, tmp / name)
         for name in ("labels.txt", "multi_label.json", "features.json"):
@@ -143,6 +146,11 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
     if config.get("task") == "answer":  # the encoder; windows, offsets and decoding in NumPy (kpipe.portable.reader)
         return {"kind": "reader", "keras": "model.keras", "network": MODEL_FILES[fmt], "vocabulary": "vocabulary.txt",
                 "wordpiece": "wordpiece.json", "reader": "reader.json", "sequence_length": pre["sequence_length"]}
+    if config.get("task") == "lm":  # one step of the cells; tokenizing and sampling in NumPy (kpipe.portable.language_model)
+        kinds = ("h", "c") if model["cell"] == "lstm" else ("h",)
+        return {"kind": "lm_steps", "keras": "model.keras", "network": MODEL_FILES[fmt], "tokenizer": TOKENIZER_FILE,
+                "settings": SETTINGS_FILE, "states": [[f"state_{i}_{kind}", units] for i, units in
+                                                      enumerate(model["units"]) for kind in kinds]}
     if config.get("task") == "tag":  # words split, looked up and decoded (Viterbi) in NumPy (kpipe.portable.tagger)
         if not (source / TABLES_FILE).exists():
             raise KpipeError(f"{source} has no {TABLES_FILE} (its word and character tables): an older kpipe exported "

@@ -151,6 +151,11 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
             write_keras_network(start_network(trained), path.parent / spec["start"], fmt, quantize, spec)
         write_keras_network(step_network(trained), path, fmt, quantize, spec)
         return
+    if spec["kind"] == "lm_steps":
+        from kpipe.families.rnn_lm.step_network import step_network as lm_step_network
+
+        write_keras_network(lm_step_network(network(keras_file)), path, fmt, quantize, spec)
+        return
     if spec["kind"] == "word_lookup":
         (path.parent / spec["words"]).write_text(  # the vectors' words in row order, from metadata.tsv
             "".join(line.split("\t")[0] + "\n" for line in
@@ -195,7 +200,7 @@ def write_keras_network(model, path: Path, fmt: str, quantize: str, spec: dict) 
         function = tf.function(lambda chars, category: model([chars, category], training=False), input_signature=[
             tf.TensorSpec([1, spec["sequence_length"]], tf.int32, name="chars"),
             tf.TensorSpec([1], tf.int32, name="category")])
-    elif spec["kind"] == "char_steps":  # a generator's step or start: any batch, outputs in the model's order
+    elif spec["kind"] in ("char_steps", "lm_steps"):  # a step (or start): any batch, outputs in the model's order
         named = model.input if isinstance(model.input, dict) else {"category": model.input}
         signature = [tf.TensorSpec([None, *tensor.shape[1:]], tf.as_dtype(str(tensor.dtype)), name=name)
                      for name, tensor in named.items()]

@@ -374,14 +374,16 @@ class PortableWordVectors(PortableExport):
 def open_portable(folder: str | Path) -> PortableExport:
     """The portable export in `folder`, as the class of the task it was exported from (a server's view)."""
     from kpipe.portable.generator import PortableGenerator  # (they build on this module)
+    from kpipe.portable.language_model import PortableLanguageModel
     from kpipe.portable.reader import PortableReader
     from kpipe.portable.tagger import PortableTagger
 
     task = json.loads((Path(folder) / MANIFEST_FILE).read_text(encoding="utf-8")).get("task")
     kinds = {kind.task: kind for kind in (PortableClassifier, PortableForecaster, PortableWordVectors,
-                                          PortableGenerator, PortableReader, PortableTagger)}
+                                          PortableGenerator, PortableReader, PortableTagger,
+                                          PortableLanguageModel)}
     if task not in kinds:
         raise KpipeError(f"{folder} is a portable {task} export; only classifiers, forecasters, word vectors, "
-                         "name generators, readers and taggers are exported")
+                         "name generators, readers, taggers and language models are exported")
     return kinds[task].open(folder)
 

@@ -42,12 +42,9 @@ class ByteBPE:
     def _fast(self):
         """Hugging Face's tokenizer with this vocabulary and these merges, built once per ByteBPE (the merges take
         a moment to load; `encode` and `decode` run for every split and prompt)."""
-        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+        from kpipe.portable.byte_bpe import fast_tokenizer
 
-        tokenizer = Tokenizer(models.BPE(self.vocabulary, [tuple(m.split(" ")) for m in self.merges]))
-        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tokenizer.decoder = decoders.ByteLevel()
-        return tokenizer
+        return fast_tokenizer(self.vocabulary, self.merges)
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Each text's token ids (no `END_OF_TEXT`)."""

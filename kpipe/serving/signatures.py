@@ -153,6 +153,8 @@ def portable_signatures(export) -> dict[str, Signature]:
         return {"serving_default": answer}
     if export.task == "tag":
         return _portable_tag(export)
+    if export.task == "lm":
+        return _portable_lm(export)
     labels = len(export.label_names)  # (`kpipe export` writes no pair classifiers)
 
     def classify(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -168,6 +170,31 @@ def portable_signatures(export) -> dict[str, Signature]:
     serve = Signature("serve", _rejecting(classify), {"text": TensorInfo("text", STRING, (None,))},
                       {o.name: o for o in sorted(outputs, key=lambda o: o.name)})
     return {"serving_default": serve, "serve": serve}
+
+
+def _portable_lm(export) -> dict[str, Signature]:
+    """A language model's `serving_default` (prompts -> greedy continuations) and `generate` (with the sampler's
+    settings as scalars); a refused setting is a 400 naming it."""
+    def texts(values) -> list[str]:
+        return [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in values]
+
+    def scalar(inputs, name):
+        return np.asarray(inputs[name]).item()
+
+    serve = Signature("serving_default", _rejecting(lambda inputs: export.generate(texts(inputs["prompt"]))),
+                      {"prompt": TensorInfo("prompt", STRING, (None,))},
+                      {"text": TensorInfo("text", STRING, (None,))})
+    generate = Signature("generate", _rejecting(lambda inputs: export.generate(
+        texts(inputs["prompt"]), int(scalar(inputs, "max_new_tokens")), float(scalar(inputs, "temperature")),
+        int(scalar(inputs, "top_k")), float(scalar(inputs, "top_p")), int(scalar(inputs, "seed")))),
+                         {"max_new_tokens": TensorInfo("max_new_tokens", np.dtype(np.int32), ()),
+                          "prompt": TensorInfo("prompt", STRING, (None,)),
+                          "seed": TensorInfo("seed", np.dtype(np.int32), ()),
+                          "temperature": TensorInfo("temperature", np.dtype(np.float32), ()),
+                          "top_k": TensorInfo("top_k", np.dtype(np.int32), ()),
+                          "top_p": TensorInfo("top_p", np.dtype(np.float32), ())},
+                         {"text": TensorInfo("text", STRING, (None,))})
+    return {"serving_default": serve, "generate": generate}
 
 
 def _portable_tag(export) -> dict[str, Signature]:

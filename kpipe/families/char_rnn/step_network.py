@@ -13,30 +13,10 @@ The same trained layer objects, so the same weights; dropout is expected removed
 
 from __future__ import annotations
 
-import re
-
 import keras
 import numpy as np
 
-CELL_LAYER = re.compile(r"^(lstm|gru)_(\d+)$")  # the recurrent layers' names in `build_char_generator`
-
-
-def state_names(model: keras.Model) -> list[tuple[str, int]]:
-    """(name, size) of every recurrent state, bottom layer first: state_0_h, state_0_c (LSTM), state_1_h, ..."""
-    return [state for layer in recurrent_layers(model) for state in layer_states(layer)]
-
-
-def layer_states(layer) -> list[tuple[str, int]]:
-    """(name, size) of one recurrent layer's states: h (and c for an LSTM), named by the layer's index."""
-    index = CELL_LAYER.match(layer.name).group(2)
-    return [(f"state_{index}_{kind}", layer.cell.units)
-            for kind in (("h", "c") if layer.name.startswith("lstm") else ("h",))]
-
-
-def recurrent_layers(model: keras.Model) -> list:
-    return sorted((layer for layer in model.layers if CELL_LAYER.match(layer.name)),
-                  key=lambda layer: int(CELL_LAYER.match(layer.name).group(2)))
-
+from kpipe.layers.recurrent_steps import state_names, step_layers
 
 def step_network(model: keras.Model) -> keras.Model:
     """One step of every recurrent layer: inputs {"char", "category", state names}, outputs [logits, *new states]
@@ -49,13 +29,7 @@ def step_network(model: keras.Model) -> keras.Model:
     if "join_category" in {layer.name for layer in model.layers}:  # conditioning = "every_step"
         vector = model.get_layer("category_embedding")(category)
         x = keras.ops.concatenate([x, keras.ops.cast(vector, x.dtype)], axis=-1)
-    outputs = []
-    for layer in recurrent_layers(model):
-        states = [keras.Input((size,), dtype="float32", name=name) for name, size in layer_states(layer)]
-        inputs.update({state.name: state for state in states})
-        layer.cell.name = f"{layer.name}_cell"  # unique in the step network (every LSTM's cell is "lstm_cell")
-        x, new = layer.cell(x, states)
-        outputs += list(new) if isinstance(new, (list, tuple)) else [new]
+    x, outputs = step_layers(model, x, inputs)
     network = keras.Model(inputs, [model.get_layer("next_char")(x), *outputs], name="char_generator_step")
     network({"char": np.zeros((1,), "int32"), "category": np.zeros((1,), "int32"),
              **{name: np.zeros((1, size), "float32") for name, size in state_names(model)}})

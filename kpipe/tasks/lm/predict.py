@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 from kpipe.errors import KpipeError
+from kpipe.portable.language_model import SETTINGS_FILE
 
-SETTINGS_FILE = "language_model.json"  # the context length and vocabulary size, beside the SavedModel
 SCORE_BATCH = 16
 
 
@@ -81,8 +81,21 @@ def check_prompts(model_dir: Path, prompts: list[str], settings: SamplerSettings
 
 
 def write(model_dir: Path, prompts: list[str], settings: SamplerSettings) -> list[str]:
-    """Each prompt's continuation (the text after it), from the export's `generate` signature."""
+    """Each prompt's continuation (the text after it), from the export's `generate` signature, or from its portable
+    export (no TensorFlow)."""
     check_prompts(model_dir, prompts, settings)
+    from kpipe.portable.runtime import is_portable
+
+    if is_portable(model_dir):
+        from kpipe.portable.language_model import PortableLanguageModel
+
+        if settings.beam_search:
+            raise KpipeError(f"{model_dir} is a portable export, which samples and writes greedily but has no beam "
+                             "search; use the SavedModel it came from for --beam-search")
+        out = PortableLanguageModel.open(model_dir).generate(
+            prompts, settings.max_new_tokens or -1, settings.temperature, settings.top_k, settings.top_p,
+            settings.seed)
+        return [text.decode("utf-8", "replace") for text in out["text"]]
     import tensorflow as tf
 
     from kpipe.exports.saved_model import load_saved_model
@@ -113,24 +126,34 @@ def read_documents_file(path: str, *, paragraphs: bool) -> list[str]:
 
 
 def perplexity(model_dir: Path, documents: list[str]) -> dict:
-    """Perplexity per word and bits per character of `documents`, from the export's `score` signature."""
-    from kpipe.exports.saved_model import load_saved_model
+    """Perplexity per word and bits per character of `documents`, from the export's `score` signature (or its
+    portable export's, without TensorFlow)."""
+    from kpipe.portable.runtime import is_portable
 
-    score = load_saved_model(Path(model_dir)).signatures["score"]
-    return {**scored(lambda batch: score(text=batch), documents), "documents": len(documents)}
+    if is_portable(model_dir):
+        from kpipe.portable.language_model import PortableLanguageModel
+
+        score = PortableLanguageModel.open(model_dir).score
+    else:
+        import tensorflow as tf
+
+        from kpipe.exports.saved_model import load_saved_model
+
+        signature = load_saved_model(Path(model_dir)).signatures["score"]
+        score = lambda batch: {k: v.numpy() for k, v in signature(text=tf.constant(batch)).items()}  # noqa: E731
+    return {**scored(score, documents), "documents": len(documents)}
 
 
 def scored(score, texts: list[str]) -> dict:
-    """Perplexity per word and bits per character of `texts`, from `score` (a `score` signature: a batch of texts ->
+    """Perplexity per word and bits per character of `texts`, from `score` (a batch of texts -> NumPy arrays
     log_likelihood, words, characters, tokens), summed over batches of `SCORE_BATCH` texts."""
     import numpy as np
-    import tensorflow as tf
 
     from kpipe.evaluation.language_model import likelihood_figures
 
     totals = np.zeros(4)
     for start in range(0, len(texts), SCORE_BATCH):
-        out = score(tf.constant(texts[start:start + SCORE_BATCH]))
-        totals += [float(np.sum(out[key].numpy(), dtype=np.float64))
-                   for key in ("log_likelihood", "words", "characters", "tokens")]
+        out = score(texts[start:start + SCORE_BATCH])
+        totals += [float(np.sum(out[key], dtype=np.float64)) for key in ("log_likelihood", "words", "characters",
+                                                                         "tokens")]
     return likelihood_figures(totals[0], int(totals[1]), int(totals[2]), int(totals[3]))

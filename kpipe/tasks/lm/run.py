@@ -52,6 +52,9 @@ def _run_lm(run: Run, config: PipelineConfig) -> RunResult:
     model, history, windows_per_epoch = train(run, model_config, tokens, bpe.end_of_text, pre.sequence_length)
     decoder = family_spec("lm", model_config.family).decoding()(model, model_config)
     serving = LanguageModelServing(model, decoder, bpe, pre.sequence_length)
+    def score(texts: list[str]) -> dict:  # the export's own `score`, on a batch of texts, as NumPy arrays
+        return {key: value.numpy() for key, value in serving.score(tf.constant(texts)).items()}
+
     metrics = {
         **run.common_metrics(history),
         "data": {"source": config.data.describe(), **documents.sizes(),
@@ -61,8 +64,8 @@ def _run_lm(run: Run, config: PipelineConfig) -> RunResult:
         # epoch_seconds include validation: this is the rate of a whole epoch, a little under the training steps'
         "training_tokens_per_second": round(windows_per_epoch * pre.sequence_length / float(np.median(
             [h["epoch_seconds"] for h in history])), 1) if history and "epoch_seconds" in history[0] else None,
-        "test": scored(serving.score, documents.test),  # the export's own `score`: what users will measure
-        "validation": scored(serving.score, documents.validation),
+        "test": scored(score, documents.test),  # the export's own `score`: what users will measure
+        "validation": scored(score, documents.validation),
     }
     if config.evaluation.baseline:
         metrics["baseline"] = kneser_ney(tokens, documents, bpe)

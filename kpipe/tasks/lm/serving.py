@@ -21,7 +21,7 @@ import tensorflow as tf
 from kpipe.evaluation import reporting
 from kpipe.exports import manifest, run_files, saved_model
 from kpipe.preprocessing.byte_bpe import TOKENIZER_FILE, ByteBPE
-from kpipe.tasks.lm.predict import SETTINGS_FILE
+from kpipe.portable.language_model import SETTINGS_FILE
 
 DEFAULT_NEW_TOKENS = 64
 BEAM_WIDTH = 4  # the `beam_search` signature's beams (keras-hub's BeamSampler takes it when the graph is built)
