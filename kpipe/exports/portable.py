@@ -146,11 +146,9 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
     if config.get("task") == "answer":  # the encoder; windows, offsets and decoding in NumPy (kpipe.portable.reader)
         return {"kind": "reader", "keras": "model.keras", "network": MODEL_FILES[fmt], "vocabulary": "vocabulary.txt",
                 "wordpiece": "wordpiece.json", "reader": "reader.json", "sequence_length": pre["sequence_length"]}
-    if config.get("task") == "lm":  # one step of the cells; tokenizing and sampling in NumPy (kpipe.portable.language_model)
-        kinds = ("h", "c") if model["cell"] == "lstm" else ("h",)
+    if config.get("task") == "lm":  # one step of the decoder; tokenizing, sampling in NumPy (kpipe.portable.language_model)
         return {"kind": "lm_steps", "keras": "model.keras", "network": MODEL_FILES[fmt], "tokenizer": TOKENIZER_FILE,
-                "settings": SETTINGS_FILE, "states": [[f"state_{i}_{kind}", units] for i, units in
-                                                      enumerate(model["units"]) for kind in kinds]}
+                "settings": SETTINGS_FILE}
     if config.get("task") == "tag":  # words split, looked up and decoded (Viterbi) in NumPy (kpipe.portable.tagger)
         if not (source / TABLES_FILE).exists():
             raise KpipeError(f"{source} has no {TABLES_FILE} (its word and character tables): an older kpipe exported "

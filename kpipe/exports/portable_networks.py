@@ -43,7 +43,7 @@ def network(keras_file: Path):
         model = sparse_ngram_network(trained)
         model([np.zeros((1, 1), "int32"), np.zeros((1, 1), "float32")])
         return model
-    model = keras.Model.from_config(_without_dropout(trained.get_config()))
+    model = type(trained).from_config(_without_dropout(trained.get_config()))  # a keras-hub task too
     model.set_weights(trained.get_weights())
     model(keras.tree.map_structure(lambda spec: np.zeros([1] + [d or 1 for d in spec.shape[1:]], str(spec.dtype)),
                                    model.input))
@@ -152,9 +152,7 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
         write_keras_network(step_network(trained), path, fmt, quantize, spec)
         return
     if spec["kind"] == "lm_steps":
-        from kpipe.families.rnn_lm.step_network import step_network as lm_step_network
-
-        write_keras_network(lm_step_network(network(keras_file)), path, fmt, quantize, spec)
+        write_keras_network(language_model_step(keras_file), path, fmt, quantize, spec)
         return
     if spec["kind"] == "word_lookup":
         (path.parent / spec["words"]).write_text(  # the vectors' words in row order, from metadata.tsv
@@ -167,6 +165,26 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
         np.savez(path.parent / spec["crf"], transitions=np.asarray(chain.transitions), start=np.asarray(chain.start),
                  end=np.asarray(chain.end))
     write_keras_network(model, path, fmt, quantize, spec)
+
+
+def language_model_step(keras_file: Path):
+    """A language model export's one-step network (`kpipe.families.lm_step_network`), built on its family's
+    decoder with the export's config."""
+    import dataclasses
+    import json
+    import tomllib
+
+    from kpipe.families.lm_step_network import step_network
+    from kpipe.portable.language_model import SETTINGS_FILE
+    from kpipe.tasks.registry import family_spec, parse_pipeline_config
+
+    folder = keras_file.parent
+    config = parse_pipeline_config(tomllib.loads((folder / "config.toml").read_text(encoding="utf-8")))
+    settings = json.loads((folder / SETTINGS_FILE).read_text(encoding="utf-8"))
+    model_config = dataclasses.replace(config.model, vocabulary_size=settings["vocabulary_size"])
+    trained = network(keras_file)
+    decoder = family_spec("lm", model_config.family).decoding()(trained, model_config)
+    return step_network(trained, decoder, settings["sequence_length"])
 
 
 def write_keras_network(model, path: Path, fmt: str, quantize: str, spec: dict) -> None:

@@ -1,6 +1,6 @@
-"""A language model's portable export (task `lm`, family `rnn_lm`): the model as a one-step network
-(`kpipe.families.rnn_lm.step_network`: a token and the cells' states in, the next token's logits and the new states
-out) in onnxruntime or LiteRT, and around it here what the SavedModel's `generate` does in the graph: the byte-level
+"""A language model's portable export (task `lm`): the model's decoder as a one-step network
+(`kpipe.families.lm_step_network`: a token, its position and the cache in, the next token's logits and the new cache
+out: `gpt`'s key/value caches or linear attention's sums, `rnn_lm`'s cell states) in onnxruntime or LiteRT, and around it here what the SavedModel's `generate` does in the graph: the byte-level
 BPE (Hugging Face's `tokenizers`, the tokenizer kpipe learns with), the prompt read after the end-of-text token that
 starts every document, then one token a step until end-of-text or `max_new_tokens`, greedy at temperature 0 or drawn
 among the `top_k` likeliest tokens within `top_p` of the probability. NumPy draws, so a seed repeats here but gives
@@ -11,6 +11,7 @@ stays with the SavedModel."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -23,6 +24,7 @@ from kpipe.portable.runtime import PREPROCESSING_FILE, Network, PortableExport, 
 SETTINGS_FILE = "language_model.json"  # beside a language model's SavedModel: its context length and vocabulary size
 END_OF_TEXT = "<|endoftext|>"  # as kpipe.preprocessing.byte_bpe names it: starts every document, ends every text
 DEFAULT_NEW_TOKENS = 64  # the SavedModel's default (kpipe.tasks.lm.serving)
+STATE_INPUT = re.compile(r"state_(\d+)")  # the step network's cache inputs (kpipe.families.lm_step_network)
 
 
 def next_token(logits: np.ndarray, temperature: float, top_k: int, top_p: float, rng: np.random.Generator) -> int:
@@ -54,27 +56,35 @@ class PortableLanguageModel(PortableExport):
         self.end_of_text = saved["vocabulary"][END_OF_TEXT]
         settings = json.loads(inside(folder, spec["settings"]).read_text(encoding="utf-8"))
         self.sequence_length, self.vocabulary_size = settings["sequence_length"], settings["vocabulary_size"]
-        self.states = [(name, size) for name, size in spec["states"]]
         self.network = Network(inside(folder, spec["network"]), self.manifest["format"])
+        # the decoder's cache as the network's state_N inputs (in its outputs' order), with their shapes
+        found = {int(STATE_INPUT.search(name).group(1)): shape for name, shape in self.network.input_shapes().items()
+                 if STATE_INPUT.search(name)}
+        self.states = [(f"state_{n}", tuple(found[n][1:])) for n in sorted(found)]
 
-    def step(self, token: int, states: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The logits after `token` and the states it leaves, for one text."""
-        logits, *new = self.network.outputs({"token": np.array([token], np.int32), **states})
+    def fresh_states(self) -> dict[str, np.ndarray]:
+        """The decoder's empty cache for one text."""
+        return {name: np.zeros((1, *shape), np.float32) for name, shape in self.states}
+
+    def step(self, token: int, position: int, states: dict[str, np.ndarray]) -> tuple[np.ndarray, dict]:
+        """The logits after `token` at `position` and the states it leaves, for one text."""
+        logits, *new = self.network.outputs({"token": np.array([token], np.int32),
+                                             "index": np.array([position], np.int32), **states})
         return np.asarray(logits, np.float32)[0], {name: array for (name, _), array in zip(self.states, new)}
 
     def continue_text(self, ids: list[int], new_tokens: int, temperature: float, top_k: int, top_p: float,
                       rng: np.random.Generator) -> list[int]:
         """Up to `new_tokens` tokens after `ids` (the start token and the prompt's), stopping before end-of-text."""
-        states = {name: np.zeros((1, size), np.float32) for name, size in self.states}
-        for token in ids:
-            logits, states = self.step(token, states)
+        states = self.fresh_states()
+        for position, token in enumerate(ids):
+            logits, states = self.step(token, position, states)
         written = []
         while len(written) < new_tokens:
             token = next_token(logits, temperature, top_k, top_p, rng)
             if token == self.end_of_text:
                 break
             written.append(token)
-            logits, states = self.step(token, states)
+            logits, states = self.step(token, len(ids) + len(written) - 1, states)
         return written
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int = -1, temperature: float = 0.0, top_k: int = 0,
@@ -118,8 +128,8 @@ class PortableLanguageModel(PortableExport):
             ids, total = [self.end_of_text, *encoding.ids], 0.0
             for position, (token, target) in enumerate(zip(ids[:-1], ids[1:])):
                 if position % self.sequence_length == 0:
-                    states = {name: np.zeros((1, size), np.float32) for name, size in self.states}
-                logits, states = self.step(token, states)
+                    states = self.fresh_states()
+                logits, states = self.step(token, position % self.sequence_length, states)
                 shifted = logits.astype(np.float64) - logits.max()
                 total += float(shifted[target] - np.log(np.exp(shifted).sum()))
             found["log_likelihood"].append(total)

@@ -41,6 +41,8 @@ class TaskCase:
         prepare: writes the run's data or checkpoint into its folder first.
         tolerance: absolute tolerance between the SavedModel and the server, and a float portable export.
         shared: the name of a run in tests/conftest.py's SHARED_RUNS that serves as this task's run.
+        portable_inputs: the inputs a portable export is checked on, where they must differ from `inputs` (its
+            sampler draws with NumPy: greedy there).
     """
 
     task: str
@@ -52,6 +54,7 @@ class TaskCase:
     prepare: Callable[[Path], None] | None = None
     tolerance: float = 1e-5
     shared: str = ""
+    portable_inputs: dict | None = None
 
     def __repr__(self) -> str:
         return self.task
@@ -102,7 +105,9 @@ TASK_CASES = [
               "--set", "model.hidden_dim=32", "--set", "model.intermediate_dim=64"), "generate",
              {"prompt": ["In the beginning", "And Jesus said"], "max_new_tokens": 8, "temperature": 1.0, "top_k": 0,
               "top_p": 0.9, "seed": 3},
-             ("tag", "EXPORT", "some text")),
+             ("tag", "EXPORT", "some text"),
+             portable_inputs={"prompt": ["In the beginning", "And Jesus said"], "max_new_tokens": 8,
+                              "temperature": 0.0, "top_k": 0, "top_p": 1.0, "seed": 3}),
     TaskCase("tag", "ner-tweets",
              # enough tweets and epochs that the small model marks entities (its export's entity checks need some)
              ("--set", "data.limit=1000", "--set", "training.epochs=8", "--set", "training.learning_rate=0.01",

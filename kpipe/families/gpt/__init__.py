@@ -9,6 +9,7 @@ SPEC = FamilySpec(
     config=GPTConfig,
     builder="kpipe.families.gpt.model:build_gpt",
     decoder="kpipe.families.gpt.decoding:gpt_decoder",
+    portable=True,
     summary="token and position embeddings -> causal decoder blocks (keras-hub GPT-2) -> the next token, output tied "
             "to the input embedding; softmax attention generating with key/value caches, or linear attention with "
             "a recurrent state",

@@ -1,7 +1,6 @@
 """The `rnn_lm` model family: an LSTM/GRU language model over the same byte-level BPE tokens as `gpt` (the recurrent
 half of the notes; PyTorch's word-language-model example is its reference). `config.py` holds its config (no
-TensorFlow), `model.py` its builder and its decoder, `step_network.py` its portable
-export's one-step network; `SPEC` below is what the task registry lists."""
+TensorFlow), `model.py` its builder and its decoder; `SPEC` below is what the task registry lists."""
 
 from kpipe.families.rnn_lm.config import RNNLanguageModelConfig
 from kpipe.families.spec import FamilySpec
