@@ -122,7 +122,8 @@ def quantize_onnx(path: Path, weight_only: bool) -> None:
                 quantizer.process()
             source = path.with_suffix(".weights.onnx")
             quantizer.model.save_model_to_file(str(source), False)
-        with contextlib.redirect_stdout(io.StringIO()):  # it prints the graph's shapes it infers
+        # it prints the graph's shapes it infers, and logs each tensor it leaves in float through the root logger
+        with contextlib.redirect_stdout(io.StringIO()), _quiet("", below=logging.ERROR):
             quantize_dynamic(str(source), str(path), weight_type=QuantType.QInt8, per_channel=True,
                              op_types_to_quantize=["Gather"] if weight_only else None)
     finally:
@@ -131,11 +132,11 @@ def quantize_onnx(path: Path, weight_only: bool) -> None:
 
 
 @contextlib.contextmanager
-def _quiet(logger: str):
-    """The named logger silenced (onnxruntime's weight quantizer logs a line per node at INFO)."""
+def _quiet(logger: str, below: int = logging.WARNING):
+    """The named logger silenced below `below` (onnxruntime's weight quantizer logs a line per node at INFO)."""
     found = logging.getLogger(logger)
     level = found.level
-    found.setLevel(logging.WARNING)
+    found.setLevel(below)
     try:
         yield
     finally:
