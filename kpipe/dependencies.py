@@ -40,7 +40,7 @@ def require_serving() -> None:
 TRAINING_MODULES = frozenset({
     "tensorflow", "keras", "keras_hub", "tensorflow_text", "tensorflow_datasets", "matplotlib", "tensorboard",
     "statsmodels", "statsforecast", "sklearn", "filelock", "adjustText", "safetensors", "optuna", "tomli_w",
-    "sacrebleu", "seqeval", "sklearn_crfsuite", "tokenizers"})
+    "sacrebleu", "seqeval", "sklearn_crfsuite"})  # (tokenizers: the runtime install has it too)
 
 
 def training_install_hint(command: str, module: str | None) -> str | None:
