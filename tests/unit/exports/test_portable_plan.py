@@ -20,7 +20,8 @@ def test_a_family_that_does_not_export_is_named_with_those_that_do(tmp_path, cap
     assert err.startswith(f"kpipe: error: {folder} is a translate export of family seq2seq_attention, which kpipe "
                           "export does not write yet; it writes ONNX and LiteRT for answer: pretrained_reader; classify: rnn_classifier, "
                           "transformer_classifier, bag_of_ngrams, ensemble, pretrained_classifier; forecast: "
-                          "rnn_forecaster; generate: char_rnn, char_transformer; word2vec: skipgram, cbow")
+                          "rnn_forecaster; generate: char_rnn, char_transformer; lm: gpt, rnn_lm; tag: rnn_tagger; "
+                          "word2vec: skipgram, cbow")
     assert err.count("\n") == 1 and "seq2seq" not in err.split("; it writes")[1]
     assert sorted(p.name for p in folder.parent.iterdir()) == ["1"]  # nothing written
 
