@@ -50,7 +50,7 @@ def source(request, tmp_path_factory, task_run):
         (folder / name).write_text("".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 30))) + "\n"
                                            for _ in range(count)), encoding="utf-8")
     return train(folder, "lm-wikitext-lstm", "--data", "train.txt", "--set", 'data.test_path="valid.txt"', "--set",
-                 "data.split_by=document", "--set", "training.epochs=2", "--set", "preprocessing.vocabulary_size=300",
+                 "data.split_by=document", "--set", "training.epochs=1", "--set", "preprocessing.vocabulary_size=300",
                  "--set", "preprocessing.sequence_length=32", "--set", "model.embedding_dim=16", "--set",
                  "model.units=[16, 12]")
 
