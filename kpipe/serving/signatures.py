@@ -142,9 +142,8 @@ def portable_signatures(export) -> dict[str, Signature]:
     if export.task == "generate":
         return {"serving_default": (generate := _portable_generate(export)), "generate": generate}
     if export.task == "answer":
-        text = lambda values: [v.decode("utf-8", "replace") for v in values]  # noqa: E731
-        answer = Signature("serving_default", _rejecting(lambda inputs: export.answer(text(inputs["question"]),
-                                                                                      text(inputs["context"]))),
+        answer = Signature("serving_default", _rejecting(lambda inputs: export.answer(_strings(inputs["question"]),
+                                                                                      _strings(inputs["context"]))),
                            {name: TensorInfo(name, STRING, (None,)) for name in ("context", "question")},
                            {"answer": TensorInfo("answer", STRING, (None,)),
                             "end": TensorInfo("end", np.dtype(np.int32), (None,)),
@@ -175,17 +174,14 @@ def portable_signatures(export) -> dict[str, Signature]:
 def _portable_lm(export) -> dict[str, Signature]:
     """A language model's `serving_default` (prompts -> greedy continuations) and `generate` (with the sampler's
     settings as scalars); a refused setting is a 400 naming it."""
-    def texts(values) -> list[str]:
-        return [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in values]
-
     def scalar(inputs, name):
         return np.asarray(inputs[name]).item()
 
-    serve = Signature("serving_default", _rejecting(lambda inputs: export.generate(texts(inputs["prompt"]))),
+    serve = Signature("serving_default", _rejecting(lambda inputs: export.generate(_strings(inputs["prompt"]))),
                       {"prompt": TensorInfo("prompt", STRING, (None,))},
                       {"text": TensorInfo("text", STRING, (None,))})
     generate = Signature("generate", _rejecting(lambda inputs: export.generate(
-        texts(inputs["prompt"]), int(scalar(inputs, "max_new_tokens")), float(scalar(inputs, "temperature")),
+        _strings(inputs["prompt"]), int(scalar(inputs, "max_new_tokens")), float(scalar(inputs, "temperature")),
         int(scalar(inputs, "top_k")), float(scalar(inputs, "top_p")), int(scalar(inputs, "seed")))),
                          {"max_new_tokens": TensorInfo("max_new_tokens", np.dtype(np.int32), ()),
                           "prompt": TensorInfo("prompt", STRING, (None,)),
@@ -199,10 +195,9 @@ def _portable_lm(export) -> dict[str, Signature]:
 
 def _portable_tag(export) -> dict[str, Signature]:
     """A tagger's `serving_default` (raw texts -> words, tags, entities) and `tag_tokens` (words -> tags)."""
-    text = lambda values: [v.decode("utf-8", "replace") for v in values]  # noqa: E731
     matrix = lambda name, dtype: TensorInfo(name, np.dtype(dtype), (None, None))  # noqa: E731
     strings = lambda name: TensorInfo(name, STRING, (None, None))  # noqa: E731
-    serve = Signature("serving_default", _rejecting(lambda inputs: export.serve(text(inputs["text"]))),
+    serve = Signature("serving_default", _rejecting(lambda inputs: export.serve(_strings(inputs["text"]))),
                       {"text": TensorInfo("text", STRING, (None,))},
                       {info.name: info for info in sorted(
                           [strings("entity_labels"), strings("entity_texts"), strings("tags"), strings("words"),
@@ -234,6 +229,11 @@ def _portable_generate(export) -> Signature:
                "category": STRING, "top_k": np.dtype(np.int32), "seed": np.dtype(np.int32)}
     return Signature("generate", _rejecting(generate), {n: TensorInfo(n, d, ()) for n, d in sorted(scalars.items())},
                      {"names": TensorInfo("names", STRING, (None,))})
+
+
+def _strings(values) -> list[str]:
+    """A string input's values as text (the server passes UTF-8 bytes; a direct caller may pass str)."""
+    return [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in values]
 
 
 def _rejecting(call: Callable) -> Callable:
