@@ -146,7 +146,7 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
     if config.get("task") == "answer":  # the encoder; windows, offsets and decoding in NumPy (kpipe.portable.reader)
         return {"kind": "reader", "keras": "model.keras", "network": MODEL_FILES[fmt], "vocabulary": "vocabulary.txt",
                 "wordpiece": "wordpiece.json", "reader": "reader.json", "sequence_length": pre["sequence_length"]}
-    if config.get("task") == "lm":  # one step of the decoder; tokenizing, sampling in NumPy (kpipe.portable.language_model)
+    if config.get("task") == "lm":  # a decoder step; tokenizing and sampling in NumPy (kpipe.portable.language_model)
         return {"kind": "lm_steps", "keras": "model.keras", "network": MODEL_FILES[fmt], "tokenizer": TOKENIZER_FILE,
                 "settings": SETTINGS_FILE}
     if config.get("task") == "tag":  # words split, looked up and decoded (Viterbi) in NumPy (kpipe.portable.tagger)

@@ -1,12 +1,13 @@
 """A language model's portable export (task `lm`): the model's decoder as a one-step network
 (`kpipe.families.lm_step_network`: a token, its position and the cache in, the next token's logits and the new cache
-out: `gpt`'s key/value caches or linear attention's sums, `rnn_lm`'s cell states) in onnxruntime or LiteRT, and around it here what the SavedModel's `generate` does in the graph: the byte-level
-BPE (Hugging Face's `tokenizers`, the tokenizer kpipe learns with), the prompt read after the end-of-text token that
-starts every document, then one token a step until end-of-text or `max_new_tokens`, greedy at temperature 0 or drawn
-among the `top_k` likeliest tokens within `top_p` of the probability. NumPy draws, so a seed repeats here but gives
-other samples than the SavedModel's (TensorFlow's sampler); greedy continuations are the SavedModel's (tested).
-`score` reads texts as the SavedModel's does (consecutive windows of the context, each starting afresh); beam search
-stays with the SavedModel."""
+out: `gpt`'s key/value caches or linear attention's sums, `rnn_lm`'s cell states) in onnxruntime or LiteRT, and
+around it here what the SavedModel's `generate` does in the graph: the byte-level BPE (Hugging Face's `tokenizers`,
+the tokenizer kpipe learns with), the prompt read after the end-of-text token that starts every document, then one
+token a step until end-of-text or `max_new_tokens`, greedy at temperature 0 or drawn among the `top_k` likeliest
+tokens within `top_p` of the probability. NumPy draws, so a seed repeats here but gives other samples than the
+SavedModel's (TensorFlow's sampler); greedy continuations are the SavedModel's (tested). `score` reads texts as the
+SavedModel's does (consecutive windows of the context, each starting afresh); beam search stays with the
+SavedModel."""
 
 from __future__ import annotations
 

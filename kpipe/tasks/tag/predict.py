@@ -64,7 +64,8 @@ def tag_tokens(model_dir: str | Path) -> Callable[[list[list[str]]], list]:
         from kpipe.exports.saved_model import load_saved_model
 
         signature = load_saved_model(Path(model_dir)).signatures["tag_tokens"]
-        call = lambda padded: {k: v.numpy() for k, v in signature(tokens=tf.constant(padded, tf.string)).items()}  # noqa: E731
+        def call(padded):
+            return {k: v.numpy() for k, v in signature(tokens=tf.constant(padded, tf.string)).items()}
 
     def tags(sentences: list[list[str]]) -> list[list[str]]:
         width = max((len(words) for words in sentences), default=0)
