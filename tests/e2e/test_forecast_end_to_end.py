@@ -64,6 +64,8 @@ def test_savedmodel_takes_raw_units_and_matches_the_keras_model(exported):
     assert served.shape == (1, 12)
     np.testing.assert_allclose(served, by_hand, rtol=1e-4)
     assert 15000 < served.mean() < 50000  # megawatts, not standard scores
+    none = loaded.serve(window=tf.constant(window[:0]))  # a batch of no windows: no forecasts, no graph error
+    assert {name: value.shape for name, value in none.items()} == {name: (0, 12) for name in none}
 
 
 def test_cli_forecast_prints_the_next_horizon_with_timestamps(exported, capsys, monkeypatch):

@@ -31,12 +31,17 @@ class ForecasterServing(tf.Module):
         self.mean = tf.constant(scaler.mean)
         self.scale = tf.constant(scaler.scale)
         self.half_widths = {level: tf.constant(width, tf.float32) for level, width in half_widths.items()}
+        self.horizon = int(model.output_shape[-1])
         self.serve = tf.function(self._serve, input_signature=[
             tf.TensorSpec([None, window, num_features], tf.float32, name="window")])
 
     def _serve(self, window: tf.Tensor) -> dict[str, tf.Tensor]:
         scaled = (window - self.mean) / self.scale
-        forecast = self.model(scaled, training=False) * self.scale[0] + self.mean[0]
+        # a batch of no windows answers no forecasts (the recurrent layers cannot unstack an empty batch)
+        forecast = tf.cond(tf.shape(window)[0] > 0,
+                           lambda: tf.cast(self.model(scaled, training=False), tf.float32) * self.scale[0]
+                           + self.mean[0],
+                           lambda: tf.zeros([0, self.horizon], tf.float32))
         outputs = {"forecast": forecast}
         for level, width in self.half_widths.items():
             outputs[f"lower_{level}"], outputs[f"upper_{level}"] = forecast - width, forecast + width
