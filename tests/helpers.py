@@ -424,6 +424,17 @@ def without_modules(*modules: str) -> str:
             "sys.meta_path.insert(0, Blocked())\n")
 
 
+def kpipe_without(blocked: tuple[str, ...], *commands: list[str], cwd=None, timeout=120) -> subprocess.CompletedProcess:
+    """Each of `commands` (`kpipe` arguments) through `main`, one after the other, in a fresh process where the
+    `blocked` modules cannot be imported; the process fails if a command does not return 0 or if any blocked module
+    was imported (their outputs, in order, are its stdout)."""
+    script = without_modules(*blocked) + "from kpipe.cli.commands import main\n" + "".join(
+        f"assert main({list(command)!r}) == 0, {list(command)!r}\n" for command in commands) + (
+        f"assert not [m for m in sys.modules if m.split('.')[0] in {blocked!r}]\n")
+    return subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
 @contextlib.contextmanager
 def served(*args: str, cwd, timeout: float = 180, blocked: tuple[str, ...] = ()):
     """`kpipe serve ARGS --port 0` in `cwd`, until its "Listening on" line; stopped on exit. With `blocked`,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kpipe.cli.commands import import_tensorflow_quietly
 from kpipe.errors import KpipeError
-from kpipe.portable.runtime import is_portable
+from kpipe.portable.runtime import MANIFEST_FILE, is_portable
 
 SENTENCE_ENCODERS = ("classify", "embed")  # the tasks whose exports can have an `embed` signature
 
@@ -311,7 +311,7 @@ def cmd_forecast(args) -> int:
 def cmd_generate(args) -> int:
     if is_portable(args.model):  # a name generator's or a language model's
         model_dir = Path(args.model)
-        task = json.loads((model_dir / "kpipe.json").read_text(encoding="utf-8")).get("task")
+        task = json.loads((model_dir / MANIFEST_FILE).read_text(encoding="utf-8")).get("task")
     else:
         from kpipe.exports.open import open_export
 

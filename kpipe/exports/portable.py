@@ -24,7 +24,6 @@ import shutil
 import tomllib
 from pathlib import Path
 
-
 from kpipe.atomic import fsync_tree, publish_folder
 from kpipe.errors import KpipeError
 from kpipe.exports import manifest

@@ -6,8 +6,6 @@ through `kpipe generate`, `kpipe perplexity` and `kpipe serve`, without TensorFl
 import json
 import random
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -109,19 +107,16 @@ def test_kpipe_generate_perplexity_and_serve_answer_without_tensorflow(source, s
     if source.parent.name != "lm-wikitext-lstm":
         pytest.skip("the commands are the same for every family: checked once")
     from kpipe.serving.repository import load_version
-    from tests.helpers import without_modules
+    from tests.helpers import kpipe_without
 
     portable = source.parent / "1-onnx"
     if not portable.exists():
         assert main(["export", str(source), "--format", "onnx"]) == 0
     documents = tmp_path / "documents.txt"
     documents.write_text("the cat sat on the mat\na big red house with a small blue door\n", encoding="utf-8")
-    code = (without_modules("tensorflow", "keras") + "from kpipe.cli.commands import main\n"
-            f"assert main(['generate', {str(portable)!r}, '--prompt', 'the cat sat', '--max-new-tokens', '10', "
-            "'--json']) == 0\n"
-            f"assert main(['perplexity', {str(portable)!r}, '--file', {str(documents)!r}, '--json']) == 0\n"
-            "assert not any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = kpipe_without(("tensorflow", "keras"),
+                         ["generate", str(portable), "--prompt", "the cat sat", "--max-new-tokens", "10", "--json"],
+                         ["perplexity", str(portable), "--file", str(documents), "--json"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     written, figures = (json.loads(line) for line in done.stdout.splitlines())
     assert written["text"] == greedy(saved, ["the cat sat"])[0].decode()

@@ -3,15 +3,13 @@ both exported as ONNX and LiteRT and sampled without TensorFlow."""
 
 import json
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe, kpipe_in_process, served, served_in_thread, without_modules
+from tests.helpers import kpipe, kpipe_in_process, kpipe_without, served, served_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -172,13 +170,9 @@ def test_kpipe_generate_and_serve_a_portable_generator_without_tensorflow(export
     done = kpipe("export", "names-char", "--format", "onnx", cwd=folder)
     assert done.returncode == 0 and "kpipe generate" in done.stdout, done.stderr[-2000:]
     portable = source.parent / "1-onnx"
-    code = (without_modules("tensorflow", "keras", "tf_keras", "pandas") +
-            "from kpipe.cli.commands import main\n"
-            f"code = main(['generate', {str(portable)!r}, '--prefix', 'Ma', '--count', '2', '--top-k', '1', "
-            "'--category', 'italy', '--json'])\n"
-            "assert not any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules)\n"
-            "sys.exit(code)\n")
-    answered = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    answered = kpipe_without(("tensorflow", "keras", "tf_keras", "pandas"),
+                             ["generate", str(portable), "--prefix", "Ma", "--count", "2", "--top-k", "1",
+                              "--category", "italy", "--json"])
     assert answered.returncode == 0, answered.stderr[-2000:]
     assert json.loads(answered.stdout) == greedy_names(tf.saved_model.load(str(source)), "Ma", "italy")
     saved, exported_signature = (load_version(path).signatures["generate"] for path in (source, portable))

@@ -4,8 +4,6 @@ TensorFlow. The task harness's ner-tweets run (a CRF over a character CNN) is ex
 
 import json
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -70,18 +68,15 @@ def test_every_format_tags_as_the_savedmodel(source, saved, fmt, quantize):
 
 def test_kpipe_tag_and_serve_answer_with_the_portable_export_without_tensorflow(source, saved, tmp_path):
     from kpipe.serving.repository import load_version
-    from tests.helpers import without_modules
+    from tests.helpers import kpipe_without
 
     portable = source.parent / "1-onnx"
     if not portable.exists():
         assert main(["export", str(source), "--format", "onnx"]) == 0
     conll = tmp_path / "tweets.conll"
     conll.write_text("Barack B-PER\nObama I-PER\n\nParis B-LOC\n", encoding="utf-8")
-    code = (without_modules("tensorflow", "keras") + "from kpipe.cli.commands import main\n"
-            f"assert main(['tag', {str(portable)!r}, {TEXTS[0]!r}, '--format', 'jsonl']) == 0\n"
-            f"assert main(['tag', {str(portable)!r}, '--file', {str(conll)!r}, '--conll']) == 0\n"
-            "assert not any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = kpipe_without(("tensorflow", "keras"), ["tag", str(portable), TEXTS[0], "--format", "jsonl"],
+                         ["tag", str(portable), "--file", str(conll), "--conll"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     first, *conll_lines = done.stdout.splitlines()
     answer = json.loads(first)
