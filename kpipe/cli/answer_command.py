@@ -9,7 +9,6 @@ import json
 from kpipe.cli.export_commands import existing_file, write_answers, export_of
 from kpipe.errors import KpipeError
 from kpipe.portable.reader import N_BEST_MOST
-from kpipe.portable.runtime import is_portable
 
 
 def cmd_answer(args) -> int:
@@ -45,12 +44,7 @@ def cmd_answer(args) -> int:
         context = args.context if args.context_file is None else read_text(existing_file("--context-file",
                                                                                           args.context_file))
         questions, contexts = list(args.question), [context] * len(args.question)
-    if is_portable(args.model):  # an ONNX or LiteRT export: answered without TensorFlow
-        from kpipe.portable.reader import PortableReader
-
-        model_dir = PortableReader.open(args.model).folder
-    else:
-        model_dir = export_of(args, "answer", "kpipe answer")  # fails fast, before TensorFlow loads
+    model_dir = export_of(args, "answer", "kpipe answer")  # fails fast, before TensorFlow loads
     if output:
         return write_answers(args, "answer", model_dir, table, output)
     from kpipe.tasks.answer.predict import answer_questions

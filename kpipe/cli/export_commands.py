@@ -94,7 +94,14 @@ def write_answers(args, task: str, model_dir: Path, table, output: Path) -> int:
 
 
 def export_of(args, task: str | tuple[str, ...], command: str, signature: str = "") -> Path:
-    """The export folder the command was given, checked against its manifest before TensorFlow loads."""
+    """The export folder the command was given, checked against its manifest before TensorFlow loads; for a portable
+    export (ONNX, LiteRT) of a task that has them, its manifest alone, and TensorFlow never loads."""
+    from kpipe.portable.runtime import portable_kinds
+
+    kinds = portable_kinds() if is_portable(args.model) else {}
+    if task in kinds:
+        kinds[task].manifest_of(Path(args.model))  # an export of another task: one line
+        return Path(args.model)
     from kpipe.exports.open import open_export
 
     model_dir = open_export(args.model, task=task, command=command, export_dir=args.export_dir, signature=signature,
@@ -120,7 +127,7 @@ def cmd_tag(args) -> int:
     if args.conll:
         return _tag_conll(args)
     table, output = _texts_and_output(args, "tag")
-    model_dir = _tagger(args)
+    model_dir = export_of(args, "tag", "kpipe tag", signature="tag_tokens")  # fails fast, before TensorFlow loads
     if output:
         return write_answers(args, "tag", model_dir, table, output)
     from kpipe.tasks.tag.predict import marked, tag_texts
@@ -128,16 +135,6 @@ def cmd_tag(args) -> int:
     for answer in tag_texts(model_dir, table.texts):
         print(json.dumps(answer, ensure_ascii=False) if args.format == "jsonl" else marked(answer))
     return 0
-
-
-def _tagger(args) -> Path:
-    """The tagger export `kpipe tag` was given: a SavedModel (checked before TensorFlow loads) or a portable export
-    (answered without TensorFlow)."""
-    if is_portable(args.model):
-        from kpipe.portable.tagger import PortableTagger
-
-        return PortableTagger.open(args.model).folder
-    return export_of(args, "tag", "kpipe tag", signature="tag_tokens")
 
 
 def _tag_conll(args) -> int:
@@ -153,7 +150,7 @@ def _tag_conll(args) -> int:
     output = (batch_predict.check_output(args.output, args.file, overwrite=args.overwrite, any_format=True)
               if args.output else None)
     lines, sentences = conll_sentences(read_text(existing_file("--file", args.file)), args.file, args.token_column)
-    model_dir = _tagger(args)
+    model_dir = export_of(args, "tag", "kpipe tag", signature="tag_tokens")  # fails fast, before TensorFlow loads
     tagged = "\n".join(tag_conll(model_dir, lines, sentences, args.token_column))
     if output is None:
         print(tagged, end="" if tagged.endswith("\n") else "\n")
@@ -286,7 +283,7 @@ def _check_pairs_match(name: str, model_dir: Path, table) -> None:
 
 
 def cmd_forecast(args) -> int:
-    model_dir = Path(args.model) if is_portable(args.model) else export_of(args, "forecast", "kpipe forecast")
+    model_dir = export_of(args, "forecast", "kpipe forecast")
     from kpipe.tasks.forecast.predict import forecast_file
 
     result = forecast_file(model_dir, args.input)
@@ -356,12 +353,7 @@ def cmd_perplexity(args) -> int:
     from kpipe.tasks.lm.predict import read_documents_file
 
     documents = read_documents_file(args.file, paragraphs=args.paragraphs)
-    if is_portable(args.model):  # an ONNX or LiteRT export scores without TensorFlow
-        from kpipe.portable.language_model import PortableLanguageModel
-
-        model_dir = PortableLanguageModel.open(args.model).folder
-    else:
-        model_dir = export_of(args, "lm", "kpipe perplexity", signature="score")
+    model_dir = export_of(args, "lm", "kpipe perplexity", signature="score")
     from kpipe.tasks.lm.predict import perplexity
 
     figures = perplexity(model_dir, documents)

@@ -245,10 +245,17 @@ class PortableExport:
 
     def __init__(self, folder: Path):
         self.folder = folder
-        self.manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-        if self.manifest.get("task") != self.task:
-            raise KpipeError(f"{folder} is a portable {self.manifest.get('task')} export, not a {self.task} one; "
-                             f"{self.command} answers with {self.task} exports")
+        self.manifest = self.manifest_of(folder)
+
+    @classmethod
+    def manifest_of(cls, folder: Path) -> dict:
+        """The manifest of the portable export in `folder` (nothing else is read); a `KpipeError` if it is an export
+        of another task (one line naming the command that answers with this task's)."""
+        manifest = json.loads((Path(folder) / MANIFEST_FILE).read_text(encoding="utf-8"))
+        if manifest.get("task") != cls.task:
+            raise KpipeError(f"{folder} is a portable {manifest.get('task')} export, not a {cls.task} one; "
+                             f"{cls.command} answers with {cls.task} exports")
+        return manifest
 
     @classmethod
     def open(cls, folder: str | Path):
@@ -371,19 +378,22 @@ class PortableWordVectors(PortableExport):
         return np.asarray(self.network(ids), np.float32)
 
 
-def open_portable(folder: str | Path) -> PortableExport:
-    """The portable export in `folder`, as the class of the task it was exported from (a server's view)."""
+def portable_kinds() -> dict[str, type]:
+    """The class that answers with each task's portable exports, by task."""
     from kpipe.portable.generator import PortableGenerator  # (they build on this module)
     from kpipe.portable.language_model import PortableLanguageModel
     from kpipe.portable.reader import PortableReader
     from kpipe.portable.tagger import PortableTagger
 
+    return {kind.task: kind for kind in (PortableClassifier, PortableForecaster, PortableWordVectors,
+                                         PortableGenerator, PortableReader, PortableTagger, PortableLanguageModel)}
+
+
+def open_portable(folder: str | Path) -> PortableExport:
+    """The portable export in `folder`, as the class of the task it was exported from (a server's view)."""
     task = json.loads((Path(folder) / MANIFEST_FILE).read_text(encoding="utf-8")).get("task")
-    kinds = {kind.task: kind for kind in (PortableClassifier, PortableForecaster, PortableWordVectors,
-                                          PortableGenerator, PortableReader, PortableTagger,
-                                          PortableLanguageModel)}
+    kinds = portable_kinds()
     if task not in kinds:
         raise KpipeError(f"{folder} is a portable {task} export; only classifiers, forecasters, word vectors, "
                          "name generators, readers, taggers and language models are exported")
     return kinds[task].open(folder)
-

@@ -103,7 +103,7 @@ def test_every_format_scores_and_writes_as_the_savedmodel(source, saved, fmt, qu
     assert model.generate([])["text"].shape == (0,)
 
 
-def test_kpipe_generate_perplexity_and_serve_answer_without_tensorflow(source, saved, tmp_path):
+def test_kpipe_generate_perplexity_and_serve_answer_without_tensorflow(source, saved, tmp_path, capsys):
     if source.parent.name != "lm-wikitext-lstm":
         pytest.skip("the commands are the same for every family: checked once")
     from kpipe.serving.repository import load_version
@@ -112,6 +112,10 @@ def test_kpipe_generate_perplexity_and_serve_answer_without_tensorflow(source, s
     portable = source.parent / "1-onnx"
     if not portable.exists():
         assert main(["export", str(source), "--format", "onnx"]) == 0
+    capsys.readouterr()
+    assert main(["tag", str(portable), "some text"]) == 2  # another task's portable export: one line
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a portable lm export, not a tag one; kpipe tag answers with tag exports" in err[0]
     documents = tmp_path / "documents.txt"
     documents.write_text("the cat sat on the mat\na big red house with a small blue door\n", encoding="utf-8")
     done = kpipe_without(("tensorflow", "keras"),
