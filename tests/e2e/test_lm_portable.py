@@ -116,6 +116,9 @@ def test_kpipe_generate_perplexity_and_serve_answer_without_tensorflow(source, s
     assert main(["tag", str(portable), "some text"]) == 2  # another task's portable export: one line
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a portable lm export, not a tag one; kpipe tag answers with tag exports" in err[0]
+    assert main(["generate", str(portable), "--prompt", "the cat", "--beam-search"]) == 2  # the SavedModel's alone
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a portable export, which samples and writes greedily but has no beam" in err[0]
     documents = tmp_path / "documents.txt"
     documents.write_text("the cat sat on the mat\na big red house with a small blue door\n", encoding="utf-8")
     done = kpipe_without(("tensorflow", "keras"),
