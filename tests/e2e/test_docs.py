@@ -24,7 +24,6 @@ USERS_FILES = {"my-pipeline.toml", "saved_models/sentiment-bilstm/tune/best.toml
 # The pretrained checkpoint folder the examples name (all-MiniLM-L6-v2): a tiny preset stands in for it.
 USERS_CHECKPOINTS = ("/models/all-MiniLM-L6-v2", "/path/to/all-MiniLM-L6-v2")
 
-pytestmark = pytest.mark.slow
 
 
 def blocks(language: str) -> list[tuple[Path, str]]:
@@ -120,6 +119,7 @@ def runs_of_the_session(shared_run, task_run, monkeypatch):
     monkeypatch.setattr(kpipe.tasks.runner, "run_pipeline", run_pipeline)
 
 
+@pytest.mark.slow  # trains what the examples train that no other test has trained
 def test_python_examples_run(in_tmp_cwd, capsys, runs_of_the_session):
     found = blocks("python")
     # The examples that train and export run first; the ones that load an export after them.
@@ -131,6 +131,7 @@ def test_python_examples_run(in_tmp_cwd, capsys, runs_of_the_session):
     assert (in_tmp_cwd / "saved_models" / "sentiment-bilstm" / "1" / "saved_model.pb").exists()
 
 
+@pytest.mark.slow  # mkdocs builds the whole site
 def test_the_site_builds_strictly_and_its_reference_pages_match_the_code(tmp_path):
     check = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--check"],
                            capture_output=True, text=True, timeout=120)

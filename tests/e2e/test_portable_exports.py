@@ -20,8 +20,6 @@ from kpipe.portable.runtime import PortableClassifier
 from kpipe.serving.repository import load_version
 from tests.helpers import kpipe, served, without_modules
 
-pytestmark = pytest.mark.slow
-
 FORMATS = [("onnx", "none"), ("onnx", "int8"), ("litert", "none"), ("litert", "int8"), ("litert", "float16")]
 
 
@@ -39,6 +37,7 @@ def tweets():
     return [str(t) for t in test.texts[:400]] + ["", "🙂", "x" * 300]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pipeline", ["sentiment-bilstm", "sentiment-bigrams"])
 def test_every_format_answers_as_the_savedmodel(exports, tweets, pipeline):
     source = exports / pipeline / "1"
@@ -60,6 +59,7 @@ def test_every_format_answers_as_the_savedmodel(exports, tweets, pipeline):
             assert (classifier.folder / network).stat().st_size < 0.4 * float_size
 
 
+@pytest.mark.slow
 def test_kpipe_export_then_predict_without_tensorflow(shared_run, tmp_path):
     exports = shared_run("sentiment-bilstm").copy_to(tmp_path) / "saved_models"
     done = kpipe("export", "sentiment-bilstm", "--format", "litert", "--quantize", "int8", cwd=tmp_path)
@@ -86,16 +86,21 @@ def test_kpipe_export_then_predict_without_tensorflow(shared_run, tmp_path):
     (["--format", "onnx", "--quantize", "float16"], "--quantize float16 is not available for onnx"),
     (["--format", "litert"], "exists already; delete it to export again"),
 ])
-def test_mistakes_are_one_line_and_write_nothing(exports, capsys, arguments, message):
-    export_portable(exports / "sentiment-bigrams" / "1", "litert") if not (
-        exports / "sentiment-bigrams" / "1-litert").exists() else None
-    before = sorted(p.name for p in (exports / "sentiment-bigrams").iterdir())
-    assert main(["export", str(exports / "sentiment-bigrams" / "1"), *arguments]) == 2
+def test_mistakes_are_one_line_and_write_nothing(tmp_path, capsys, arguments, message):
+    """Checked on the export's manifest and config, before anything loads: a made-up n-gram export serves."""
+    source = tmp_path / "sentiment-bigrams" / "1"
+    source.mkdir(parents=True)
+    (source / "kpipe.json").write_text(json.dumps({"task": "classify", "family": "ngram_classifier"}))
+    (source / "config.toml").write_text("")
+    (tmp_path / "sentiment-bigrams" / "1-litert").mkdir()  # written before
+    before = sorted(p.name for p in (tmp_path / "sentiment-bigrams").iterdir())
+    assert main(["export", str(source), *arguments]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kpipe: error: ") and message in err and err.count("\n") == 1
-    assert sorted(p.name for p in (exports / "sentiment-bigrams").iterdir()) == before
+    assert sorted(p.name for p in (tmp_path / "sentiment-bigrams").iterdir()) == before
 
 
+@pytest.mark.slow
 def test_a_forecaster_exports_and_forecasts_as_its_savedmodel_without_tensorflow(tmp_path):
     """electricity-seasonal-ar, one quick epoch: the ONNX and LiteRT networks with the scaling and the conformal
     intervals in NumPy forecast what the SavedModel forecasts; `kpipe forecast` reads the portable folder."""
@@ -136,6 +141,7 @@ def test_a_forecaster_exports_and_forecasts_as_its_savedmodel_without_tensorflow
         np.testing.assert_allclose(portable({"window": window})[name], value, rtol=1e-4, err_msg=name)
 
 
+@pytest.mark.slow
 def test_an_ensemble_exports_its_members_and_weights(tmp_path, tweets):
     """sentiment-ensemble (n-grams + GloVe BiLSTM, weighed on validation): each member becomes a network of its
     own, averaged with the export's weights, as the SavedModel's one graph averages them."""
@@ -155,6 +161,7 @@ def test_an_ensemble_exports_its_members_and_weights(tmp_path, tweets):
         np.testing.assert_allclose(classifier.probabilities(tweets), expected, atol=1e-4, err_msg=fmt)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokenizer", ["wordpiece", "words"])
 def test_kpipes_transformer_exports_with_its_tokenizer(tmp_path, tweets, tokenizer):
     """sentiment-transformer (kpipe's own encoder) on WordPiece sub-words (re-tokenized in NumPy from the export's
@@ -173,6 +180,7 @@ def test_kpipes_transformer_exports_with_its_tokenizer(tmp_path, tweets, tokeniz
         np.testing.assert_allclose(classifier.probabilities(tweets), expected, atol=1e-4, err_msg=fmt)
 
 
+@pytest.mark.slow
 def test_kpipe_serve_answers_with_a_portable_export_without_tensorflow(exports, tweets):
     """Both REST formats, the metadata and micro-batching, from onnxruntime in a server that cannot import
     TensorFlow or Keras; the answers are the portable classifier's."""
@@ -200,6 +208,7 @@ def test_kpipe_serve_answers_with_a_portable_export_without_tensorflow(exports, 
     assert not any("Traceback" in line for line in server.lines), "".join(server.lines)[-3000:]
 
 
+@pytest.mark.slow
 def test_a_litert_export_answers_every_concurrent_caller_with_its_own_answers(exports, tweets):
     """Reliability review round 5, finding 1: one LiteRT interpreter shared by the server's threads swapped answers
     between clients (and a resize per text could free buffers under a running call). 8 threads, each its own texts
