@@ -8,6 +8,11 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# One thread per operation in every TensorFlow process a test starts (subprocesses inherit it): the two xdist
+# workers, and the commands and cluster workers they start, already keep the 2 cores busy, and the small models
+# here gain nothing from splitting an operation (the whole suite: 698 s with one thread, 725 s with TF's default).
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Parsed word-vector files and fitted vocabularies are cached per user (kpipe.cache): the tests' copies go to
 # a folder of their own (subprocesses inherit it), not into the developer's ~/.cache. Both xdist workers of
 # one session share it (kpipe writes cache entries atomically), so a GloVe parse or a WordPiece fit that

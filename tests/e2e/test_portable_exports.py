@@ -90,8 +90,9 @@ def test_mistakes_are_one_line_and_write_nothing(tmp_path, capsys, arguments, me
     """Checked on the export's manifest and config, before anything loads: a made-up n-gram export serves."""
     source = tmp_path / "sentiment-bigrams" / "1"
     source.mkdir(parents=True)
-    (source / "kpipe.json").write_text(json.dumps({"task": "classify", "family": "ngram_classifier"}))
+    (source / "kpipe.json").write_text(json.dumps({"task": "classify", "family": "bag_of_ngrams"}))
     (source / "config.toml").write_text("")
+    (source / "saved_model.pb").write_bytes(b"")  # what marks a version folder
     (tmp_path / "sentiment-bigrams" / "1-litert").mkdir()  # written before
     before = sorted(p.name for p in (tmp_path / "sentiment-bigrams").iterdir())
     assert main(["export", str(source), *arguments]) == 2

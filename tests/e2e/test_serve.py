@@ -17,8 +17,6 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from kpipe.tasks.named_pipelines import load_pipeline
-from kpipe.tasks.runner import run_pipeline
 from tests.helpers import served, served_in_thread, wait_for
 
 pytestmark = pytest.mark.slow
@@ -277,15 +275,22 @@ def test_without_batching_every_request_is_one_call(trained):
         assert (model["requests"], model["model_calls"]) == (32, 32)
 
 
-def test_a_version_published_while_serving_is_picked_up(trained, server):
-    run_pipeline(load_pipeline("sentiment-bilstm", ["training.epochs=1", "data.limit=300", "model.units=[4]",
-                                                    f'export.dir="{trained / "saved_models"}"']))
+def test_a_version_published_while_serving_is_picked_up(trained, server, shared_run):
+    from kpipe.exports.versions import write_version
+
+    # published as kpipe run publishes (written aside, renamed into place); another model (the session's n-gram
+    # run), so its answers tell the versions apart
+    other = shared_run("sentiment-bigrams").folder / "saved_models" / "sentiment-bigrams" / "1"
+    write_version(trained / "saved_models" / "sentiment-bilstm",
+                  lambda tmp: shutil.copytree(other, tmp, dirs_exist_ok=True))
     assert wait_for(lambda: server.get("/v1/models/sentiment-bilstm")[1]["model_version_status"][0]["version"]
                     == "2", timeout=60)
     labels, probabilities = reference(trained / "saved_models" / "sentiment-bilstm" / "2", TEXTS)
     status, body = server.post("/v1/models/sentiment-bilstm/versions/2:predict", {"inputs": TEXTS})
     assert status == 200 and body["outputs"]["label"] == labels
     np.testing.assert_allclose(body["outputs"]["probabilities"], probabilities, atol=1e-5)
+    assert not np.allclose(probabilities, reference(trained / "saved_models" / "sentiment-bilstm" / "1", TEXTS)[1],
+                           atol=1e-3)  # the new version's answers, not the old one's
     status, body = server.post("/v1/models/sentiment-bilstm/versions/1:predict", {"inputs": TEXTS})
     assert status == 404 and "serving version 2" in body["error"]
 
