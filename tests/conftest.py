@@ -127,6 +127,24 @@ def task_run(once_per_session, shared_run):
     return get
 
 
+@pytest.fixture(scope="session")
+def task_portable(once_per_session, task_run):
+    """`task_portable(task, fmt="onnx", quantize="none")`: the portable export of the task harness's run of `task`
+    (of a copy, so the run's folder holds its SavedModel alone), written once per session: the harness's check and
+    the task's own portable tests read the same one. Read it only."""
+    def get(task: str, fmt: str = "onnx", quantize: str = "none") -> Path:
+        def export(folder: Path) -> dict:
+            from kpipe.exports.portable import export_portable
+
+            source = folder / "1"
+            shutil.copytree(task_run(task).export, source)
+            return {"source": str(source), "portable": str(export_portable(source, fmt, quantize))}
+
+        return Path(once_per_session(f"portable-{task}-{fmt}-{quantize}", export)[1]["portable"])
+
+    return get
+
+
 @pytest.fixture
 def reviews_csv(tmp_path):
     path = tmp_path / "reviews.csv"

@@ -4,7 +4,6 @@ command for another task refuses the export by naming the one that answers it.""
 
 import functools
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -80,20 +79,17 @@ def test_the_server_answers_as_the_savedmodel(case, task_run):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c in TASK_CASES if c.task != "embed"], ids=repr)
-def test_an_onnx_export_answers_as_the_savedmodel(case, task_run, tmp_path):
+def test_an_onnx_export_answers_as_the_savedmodel(case, task_run, task_portable):
     """Every family the registry marks portable; embed's sentence encoder is not."""
-    from kpipe.exports.portable import export_portable
     from kpipe.serving.repository import load_version
 
     run = task_run(case.task)
     family = json.loads((run.export / "kpipe.json").read_text())["family"]
     if not TASKS[case.task].family(family).portable:
         pytest.skip(f"{family} does not export as ONNX")
-    source = tmp_path / "1"
-    shutil.copytree(run.export, source)
     inputs = as_arrays(case.portable_inputs or inputs_of(case))
     expected = loaded(run.export).signatures[case.signature](inputs)
-    portable = load_version(export_portable(source, "onnx")).signatures[case.signature](inputs)
+    portable = load_version(task_portable(case.task)).signatures[case.signature](inputs)
     assert_same_outputs(portable, expected, max(case.tolerance, 1e-4), "onnx")
 
 

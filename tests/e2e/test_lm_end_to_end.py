@@ -1,6 +1,7 @@
 """lm-bible end to end on the task harness's small run: the report beside the Kneser-Ney trigram, the export's
-greedy text equal to the run's own, `score` giving the report's perplexity, `kpipe generate --prompt` and `kpipe
-perplexity` in real processes, and every bad input as one line with exit 2."""
+greedy text equal to the run's own, `score` giving the report's perplexity, `kpipe generate --prompt`, and `kpipe
+perplexity` in a real process (`kpipe generate`'s real process is tests/e2e/test_names_end_to_end.py's), and every
+bad input as one line with exit 2."""
 
 import json
 import subprocess
@@ -36,16 +37,15 @@ def test_the_report_scores_the_model_beside_the_kneser_ney_trigram_and_shows_sam
         assert 0 < metrics["samples"][sampler]["distinct_1"] <= 1
 
 
-def test_kpipe_generate_gives_the_runs_greedy_text(exported):
+def test_kpipe_generate_gives_the_runs_greedy_text(exported, capsys):
     """(A seed repeats a sample across loads: the task harness's server test, seeded top-p, compares the server's
     sample with the SavedModel's.)"""
-    folder, export = exported
+    _, export = exported
     metrics = json.loads((export / "metrics.json").read_text())
     example = metrics["samples"]["greedy"]["examples"][0]
-    out = kpipe_process("generate", str(export), "--prompt", example["prompt"], "--max-new-tokens",
-                        str(metrics["samples"]["max_new_tokens"]), "--json", cwd=folder)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert json.loads(out.stdout) == {"prompt": example["prompt"], "text": example["text"]}
+    assert main(["generate", str(export), "--prompt", example["prompt"], "--max-new-tokens",
+                 str(metrics["samples"]["max_new_tokens"]), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"prompt": example["prompt"], "text": example["text"]}
 
 
 def test_kpipe_generate_beam_search_gives_the_runs_beam_text(exported, capsys):
