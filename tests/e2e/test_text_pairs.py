@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import evidence_pairs, kpipe, kpipe_in_process, served_in_thread, write_hugging_face_checkpoint
+from tests.helpers import evidence_pairs, kpipe_in_process, served_in_thread, write_hugging_face_checkpoint
 
 pytestmark = pytest.mark.slow
 PAIRS = ["--data", "pairs.csv", "--set", 'data.text_column="evidence"', "--set", 'data.text_pair_column="claim"',
@@ -47,9 +47,10 @@ def test_the_ngram_model_reads_both_texts_and_their_overlap_where_the_baseline_c
 
 
 def test_predict_takes_pairs_on_the_command_line_and_in_two_columns(folder):
-    run = kpipe("predict", "sentiment-bigrams", "--pair", *SUPPORTED, "--pair", *UNSUPPORTED, "--json", cwd=folder)
-    assert run.returncode == 0, run.stderr
-    rows = [json.loads(line) for line in run.stdout.splitlines()]
+    code, printed = kpipe_in_process("predict", "sentiment-bigrams", "--pair", *SUPPORTED, "--pair", *UNSUPPORTED,
+                                     "--json", cwd=folder)
+    assert code == 0
+    rows = [json.loads(line) for line in printed.splitlines()]
     assert [(r["text"], r["text_pair"], r["label"]) for r in rows] == [(*SUPPORTED, "supported"),
                                                                       (*UNSUPPORTED, "unsupported")]
     table = evidence_pairs(40, seed=5)

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import SMALL, kpipe, served_in_thread
+from tests.helpers import SMALL, kpipe
 
 pytestmark = pytest.mark.slow
 
@@ -98,19 +98,6 @@ def test_g2p_attention_runs_on_a_slice_of_cmudict(tmp_path, monkeypatch, capsys,
     assert "phoneme error rate" in caplog.text and "Test word error rate" in capsys.readouterr().out
     metrics = json.loads((tmp_path / "saved_models" / "g2p-attention" / "1" / "metrics.json").read_text())
     assert metrics["data"]["source"] == "embedded:cmudict" and 0 <= metrics["token_error_rate"]
-
-
-def test_served_over_tf_serving_rest_each_request_alone(exported):
-    folder, export = exported
-    words = ["abc", "hgfe", ""]
-    loaded = tf.saved_model.load(str(export))  # kept: its variables die with it
-    result = loaded.translate(tf.constant(words))
-    with served_in_thread("g2p-attention", cwd=folder) as server:
-        status, body = server.post("/v1/models/g2p-attention:predict", {"instances": words})
-        assert status == 200, body
-        assert [row["output"] for row in body["predictions"]] == [o.decode() for o in result["output"].numpy()]
-        np.testing.assert_allclose([row["attention"] for row in body["predictions"]], result["attention"].numpy(),
-                                   atol=1e-5)
 
 
 def test_cli_translate_a_table_to_a_file(exported, monkeypatch, capsys):
