@@ -27,6 +27,24 @@ def logit_model(seed: int) -> keras.Model:
     return keras.Model(inputs, MaskPositions()(logits, inputs["padding_mask"]))
 
 
+_SERVINGS = {}
+
+
+def serving_with_seed(seed: int, unanswerable: bool, chunk: int = 64) -> AnswerServing:
+    """An `AnswerServing` over `logit_model(seed)`'s logits: one per (unanswerable, chunk) for the module, its model's
+    weights set to the seed's, so its graphs are traced once (`chunk`: the WINDOW_CHUNK it is traced with)."""
+    key = (unanswerable, chunk)
+    if key not in _SERVINGS:
+        tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
+        windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
+        _SERVINGS[key] = AnswerServing(logit_model(0), windows, max_answer_tokens=MAX_ANSWER,
+                                       unanswerable=unanswerable)
+    serving = _SERVINGS[key]
+    serving.model.set_weights(logit_model(seed).get_weights())
+    serving.no_answer_threshold.assign(0.0)
+    return serving
+
+
 def brute_force(model, windows: dict, contexts: list[str], unanswerable: bool,
                 threshold: float = 0.0) -> list[tuple[str, int, int, float]]:
     logits = model({k: windows[k] for k in ("token_ids", "segment_ids", "padding_mask")}).numpy()
@@ -67,13 +85,11 @@ def brute_force(model, windows: dict, contexts: list[str], unanswerable: bool,
 def test_the_graphs_answer_is_the_best_span_over_all_windows(seed, unanswerable, chunk, threshold, monkeypatch):
     monkeypatch.setattr(serving_module, "WINDOW_CHUNK", chunk)  # 4: the windows run through several encoder calls
     rng = np.random.default_rng(seed)
-    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
-    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
     contexts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 40)))) for _ in range(6)]
     contexts += ["", "Thé plot, was GOOD — and 😀 the Crew ...", "x"]
     questions = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 8)))) for _ in contexts]
-    model = logit_model(seed)
-    serving = AnswerServing(model, windows, max_answer_tokens=MAX_ANSWER, unanswerable=unanswerable)
+    serving = serving_with_seed(seed, unanswerable, chunk)
+    model, windows = serving.model, serving.windows
     serving.no_answer_threshold.assign(threshold)
     out = {k: v.numpy() for k, v in serving.serve(tf.constant(questions), tf.constant(contexts)).items()}
     expected = brute_force(model, windows(tf.constant(questions), tf.constant(contexts)), contexts, unanswerable,
@@ -111,12 +127,10 @@ def every_span(model, windows: dict) -> dict:
 @pytest.mark.parametrize("seed, k", [(0, 1), (1, 5), (2, 20)])
 def test_n_best_is_each_questions_likeliest_spans_over_all_windows_each_span_once(seed, k):
     rng = np.random.default_rng(seed)
-    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
-    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
     contexts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 40)))) for _ in range(5)] + ["", "x", "Thé 😀 crew"]
     questions = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 8)))) for _ in contexts]
-    model = logit_model(seed)
-    serving = AnswerServing(model, windows, max_answer_tokens=MAX_ANSWER, unanswerable=False)
+    serving = serving_with_seed(seed, unanswerable=False)
+    model, windows = serving.model, serving.windows
     out = {key: v.numpy() for key, v in serving.n_best(tf.constant(questions), tf.constant(contexts),
                                                        tf.constant(k)).items()}
     best = {key: v.numpy() for key, v in serving.serve(tf.constant(questions), tf.constant(contexts)).items()}
@@ -175,18 +189,14 @@ def _best_spans(serving, questions):
 
 
 def test_n_best_refuses_k_out_of_range():
-    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
-    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
-    serving = AnswerServing(logit_model(0), windows, max_answer_tokens=MAX_ANSWER, unanswerable=False)
+    serving = serving_with_seed(0, unanswerable=False)
     for k, message in [(0, "at least 1"), (N_BEST_MOST + 1, "at most")]:
         with pytest.raises(tf.errors.InvalidArgumentError, match=message):
             serving.n_best(tf.constant(["who"]), tf.constant(["the crew"]), tf.constant(k))
 
 
 def test_a_batch_of_empty_contexts_or_of_no_questions_has_no_answers():
-    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
-    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
-    serving = AnswerServing(logit_model(0), windows, max_answer_tokens=MAX_ANSWER, unanswerable=False)
+    serving = serving_with_seed(0, unanswerable=False)
     out = serving.serve(tf.constant(["who ?", ""]), tf.constant(["", "  "]))
     assert out["answer"].numpy().tolist() == [b"", b""] and out["start"].numpy().tolist() == [-1, -1]
     nothing = tf.constant([], tf.string)  # and a batch of no questions: no answers, no error
