@@ -146,7 +146,7 @@ def task_portable(once_per_session, task_run):
 
             source = folder / "1"
             shutil.copytree(task_run(task).export, source)
-            return {"source": str(source), "portable": str(export_portable(source, fmt, quantize))}
+            return {"portable": str(export_portable(source, fmt, quantize))}
 
         return Path(once_per_session(f"portable-{task}-{fmt}-{quantize}", export)[1]["portable"])
 

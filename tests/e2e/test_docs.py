@@ -25,7 +25,6 @@ USERS_FILES = {"my-pipeline.toml", "saved_models/sentiment-bilstm/tune/best.toml
 USERS_CHECKPOINTS = ("/models/all-MiniLM-L6-v2", "/path/to/all-MiniLM-L6-v2")
 
 
-
 def blocks(language: str) -> list[tuple[Path, str]]:
     return [(page, block) for page in PAGES
             for block in re.findall(rf"```{language}\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)]

@@ -11,23 +11,12 @@ import numpy as np
 import pytest
 
 from kpipe.cli.commands import main
+from tests.helpers import kpipe_in_process
 
 pytestmark = pytest.mark.slow
 
 WORDS = "the cat sat on a mat and dog ran to big red house with small blue door".split()
 PROMPTS = ["the cat sat", "a big red dog ran", ""]
-
-
-def train(folder, pipeline: str, *arguments: str):
-    import os
-
-    cwd = os.getcwd()
-    os.chdir(folder)
-    try:
-        assert main(["run", pipeline, *arguments]) == 0
-    finally:
-        os.chdir(cwd)
-    return folder / "saved_models" / pipeline / "1"
 
 
 @pytest.fixture(scope="module", params=["rnn_lm", "gpt"])
@@ -41,10 +30,13 @@ def source(request, tmp_path_factory, task_run):
     for name, count in (("train.txt", 600), ("valid.txt", 40)):
         (folder / name).write_text("".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 30))) + "\n"
                                            for _ in range(count)), encoding="utf-8")
-    return train(folder, "lm-wikitext-lstm", "--data", "train.txt", "--set", 'data.test_path="valid.txt"', "--set",
-                 "data.split_by=document", "--set", "training.epochs=1", "--set", "preprocessing.vocabulary_size=300",
-                 "--set", "preprocessing.sequence_length=32", "--set", "model.embedding_dim=16", "--set",
-                 "model.units=[16, 12]")
+    code, printed = kpipe_in_process(
+        "run", "lm-wikitext-lstm", "--data", "train.txt", "--set", 'data.test_path="valid.txt"', "--set",
+        "data.split_by=document", "--set", "training.epochs=1", "--set", "preprocessing.vocabulary_size=300", "--set",
+        "preprocessing.sequence_length=32", "--set", "model.embedding_dim=16", "--set", "model.units=[16, 12]",
+        cwd=folder)
+    assert code == 0, printed[-3000:]
+    return folder / "saved_models" / "lm-wikitext-lstm" / "1"
 
 
 @pytest.fixture(scope="module")

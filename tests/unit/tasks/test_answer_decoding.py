@@ -163,9 +163,7 @@ def test_the_run_sets_the_no_answer_threshold_that_gives_the_best_validation_f1(
     from kpipe.tasks.answer.run import choose_no_answer_threshold
 
     rng = np.random.default_rng(3)
-    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)
-    windows = AnswerWindows(tokenizer, sequence_length=20, stride=5, max_question_tokens=6)
-    serving = AnswerServing(logit_model(3), windows, max_answer_tokens=MAX_ANSWER, unanswerable=True)
+    serving = serving_with_seed(3, unanswerable=True)
     questions = []
     for i in range(40):
         context = " ".join(rng.choice(WORDS, size=int(rng.integers(3, 30))))
