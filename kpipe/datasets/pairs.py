@@ -17,7 +17,7 @@ import logging
 import re
 import unicodedata
 
-from kpipe.config.strict import check_choice, check_range, check_split_fractions
+from kpipe.config.constraints import at_least, check_fractions_sum, one_of, open_fraction, setting
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
@@ -27,7 +27,6 @@ from kpipe.errors import DataError, did_you_mean
 log = logging.getLogger(__name__)
 
 PAIR_FORMATS = ("table", "anki")  # how a pair file is laid out (see PairsDataConfig.format)
-
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -52,18 +51,16 @@ class PairsDataConfig(DataSourceConfig):
     name: str = "cmudict"
     source_column: str = "source"
     target_column: str = "target"
-    format: str = "table"
+    format: str = setting("table", one_of(PAIR_FORMATS))
     keep_stress: bool = False
-    limit: int = 0
-    validation_fraction: float = 0.05
-    test_fraction: float = 0.1
+    limit: int = setting(0, at_least(0))
+    validation_fraction: float = setting(0.05, open_fraction())
+    test_fraction: float = setting(0.1, open_fraction())
     seed: int = 1337
 
     def __post_init__(self):
         super().__post_init__()
-        check_range("limit", self.limit, low=0)
-        check_split_fractions(self.validation_fraction, self.test_fraction)
-        check_choice("format", self.format, PAIR_FORMATS)
+        check_fractions_sum(self.validation_fraction, self.test_fraction)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ import logging
 from pathlib import Path
 from typing import ClassVar
 
-from kpipe.config.strict import check_choice, check_range, check_split_fractions
+from kpipe.config.constraints import at_least, check_fractions_sum, fraction, one_of, one_of_class, setting
 from kpipe.datasets import files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.splits import split_of_key
@@ -54,13 +54,13 @@ class QuestionsDataConfig(DataSourceConfig):
 
     SOURCES: ClassVar[tuple[str, ...]] = ("file", "shards")  # shards: a glob (what `--data` makes of one)
 
-    source: str = "file"
+    source: str = setting("file", one_of_class("SOURCES"))  # redeclared with its rule: a bare default drops it
     validation_path: str = ""
     test_path: str = ""
-    misaligned: str = "error"
-    limit: int = 0
-    validation_fraction: float = 0.1
-    test_fraction: float = 0.15
+    misaligned: str = setting("error", one_of(MISALIGNED))
+    limit: int = setting(0, at_least(0))
+    validation_fraction: float = setting(0.1, fraction())
+    test_fraction: float = setting(0.15, fraction())
     seed: int = 1337
 
     def describe(self) -> str:
@@ -69,9 +69,7 @@ class QuestionsDataConfig(DataSourceConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        check_choice("misaligned", self.misaligned, MISALIGNED)
-        check_range("limit", self.limit, low=0)
-        check_split_fractions(self.validation_fraction, self.test_fraction, allow_zero=True)
+        check_fractions_sum(self.validation_fraction, self.test_fraction)
 
     def check_files(self) -> None:
         """Raise DataError (before TensorFlow loads) when a path or glob names no file."""

@@ -6,11 +6,11 @@ import codecs
 import dataclasses
 from typing import ClassVar
 
-from kpipe.config.strict import check_choice
+from kpipe.config.constraints import Checked, one_of_class, setting
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class DataSourceConfig:
+class DataSourceConfig(Checked):
     """Where a pipeline's data comes from; each data section extends it with its own fields.
 
     Args:
@@ -26,14 +26,14 @@ class DataSourceConfig:
     SOURCES: ClassVar[tuple[str, ...]] = ("embedded", "file")
     EXAMPLE_NAME: ClassVar[str] = ""  # shown when `name` is missing
 
-    source: str = "embedded"
+    source: str = setting("embedded", one_of_class("SOURCES"))
     name: str = ""
     path: str = ""
     encoding: str = "utf-8"
     origin: str = ""
 
     def __post_init__(self):
-        check_choice("source", self.source, self.SOURCES)
+        super().__post_init__()
         try:
             codecs.lookup(self.encoding)
         except LookupError:

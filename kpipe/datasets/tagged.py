@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import ClassVar
 
-from kpipe.config.strict import check_choice, check_range, check_split_fractions
+from kpipe.config.constraints import at_least, check_fractions_sum, fraction, one_of, setting
 from kpipe.datasets import files
 from kpipe.datasets.embedded import package_dir
 from kpipe.datasets.source import DataSourceConfig
@@ -63,17 +63,15 @@ class TaggedDataConfig(DataSourceConfig):
     test_path: str = ""
     token_column: int = 0
     tag_column: int = -1
-    tag_scheme: str = "auto"
-    limit: int = 0
-    validation_fraction: float = 0.1
-    test_fraction: float = 0.1
+    tag_scheme: str = setting("auto", one_of(SCHEMES))
+    limit: int = setting(0, at_least(0))
+    validation_fraction: float = setting(0.1, fraction())
+    test_fraction: float = setting(0.1, fraction())
     seed: int = 1337
 
     def __post_init__(self):
         super().__post_init__()
-        check_choice("tag_scheme", self.tag_scheme, SCHEMES)
-        check_range("limit", self.limit, low=0)
-        check_split_fractions(self.validation_fraction, self.test_fraction, allow_zero=True)
+        check_fractions_sum(self.validation_fraction, self.test_fraction)
         if self.token_column == self.tag_column:
             raise ValueError(f"`token_column` and `tag_column` must differ. Received: both {self.token_column}")
         if (self.validation_path or self.test_path) and self.source != "file":

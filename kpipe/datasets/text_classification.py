@@ -17,7 +17,7 @@ from typing import ClassVar, TYPE_CHECKING
 
 import numpy as np
 
-from kpipe.config.strict import check_choice, check_range, check_split_fractions
+from kpipe.config.constraints import at_least, check_fractions_sum, fraction, one_of, setting
 from kpipe.datasets import embedded, files, label_sets, tfds_source
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.splits import split_indices, split_of_key
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     import pandas as pd  # imported where used: it takes half a second, and parsing a config needs none
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -84,26 +83,23 @@ class TextClassificationDataConfig(DataSourceConfig):
     label_names: tuple[str, ...] = ()
     label_separator: str = ""
     label_columns: tuple[str, ...] = ()
-    min_label_count: int = 5
+    min_label_count: int = setting(5, at_least(1))
     text_pair_column: str = ""
     group_column: str = ""
     group_separator: str = ""
-    limit: int = 0
-    validation_fraction: float = 0.1
-    test_fraction: float = 0.1
+    limit: int = setting(0, at_least(0))
+    validation_fraction: float = setting(0.1, fraction())
+    test_fraction: float = setting(0.1, fraction())
     seed: int = 1337
     tfds_data_dir: str = ""
     id_column: str = ""
-    shuffle_buffer: int = 10_000
-    fit_sample: int = 50_000
-    fit_vocabulary: str = "counts"
+    shuffle_buffer: int = setting(10_000, at_least(1))
+    fit_sample: int = setting(50_000, at_least(0))
+    fit_vocabulary: str = setting("counts", one_of(("counts", "sample")))
     skip_bad_shards: bool = False
 
     def __post_init__(self):
         super().__post_init__()
-        check_range("shuffle_buffer", self.shuffle_buffer, low=1)
-        check_range("fit_sample", self.fit_sample, low=0)
-        check_choice("fit_vocabulary", self.fit_vocabulary, ("counts", "sample"))
         if self.source == "shards" and not self.path:
             raise ValueError("`path` is required when source='shards' (a glob such as 'reviews/*.parquet', or a folder)")
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
@@ -111,11 +107,9 @@ class TextClassificationDataConfig(DataSourceConfig):
             if getattr(self, field) != defaults[field] and self.source != "shards":
                 raise ValueError(f"`{field}` needs source='shards' (a glob or a folder of shards). "
                                  f"Received: source={self.source!r}")
-        check_range("limit", self.limit, low=0)
-        check_split_fractions(self.validation_fraction, self.test_fraction, allow_zero=True)
+        check_fractions_sum(self.validation_fraction, self.test_fraction)
         if len(set(self.label_names)) != len(self.label_names):
             raise ValueError(f"`label_names` must be distinct. Received: label_names={list(self.label_names)}")
-        check_range("min_label_count", self.min_label_count, low=1)
         if self.label_separator and self.label_columns:
             raise ValueError("set one of `label_separator` (one column of label sets) and `label_columns` (one 0/1 "
                              "column per label), not both")

@@ -17,7 +17,7 @@ from typing import ClassVar, TYPE_CHECKING
 
 import numpy as np
 
-from kpipe.config.strict import check_choice, check_split_fractions
+from kpipe.config.constraints import check_fractions_sum, one_of, open_fraction, setting
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
 from kpipe.datasets.embedded import package_dir
@@ -56,14 +56,13 @@ class TimeSeriesDataConfig(DataSourceConfig):
     time_column: str = ""
     target_column: str = ""
     covariates: tuple[str, ...] = ()
-    fill: str = "reject"
-    validation_fraction: float = 0.15
-    test_fraction: float = 0.15
+    fill: str = setting("reject", one_of(FILL_RULES))
+    validation_fraction: float = setting(0.15, open_fraction())
+    test_fraction: float = setting(0.15, open_fraction())
 
     def __post_init__(self):
         super().__post_init__()
-        check_choice("fill", self.fill, FILL_RULES)
-        check_split_fractions(self.validation_fraction, self.test_fraction)
+        check_fractions_sum(self.validation_fraction, self.test_fraction)
         if self.source == "file" and not self.target_column:
             raise ValueError("`target_column` is required when source='file' (the column to forecast)")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import check_choice, check_range
+from kpipe.config.constraints import Checked, at_least, between, one_of, setting
 
 # Config name -> recurrent layer in keras.layers (kpipe.layers.recurrent_cells.CELLS looks them up there).
 CELL_CLASSES = {"lstm": "LSTM", "gru": "GRU"}
@@ -17,18 +17,16 @@ RANDOM_FEATURE_KERNELS = ("softmax", "gaussian")  # what RandomFeatureAttention'
 RANDOM_FEATURE_REDRAWS = ("never", "every_step")
 
 
-def check_transformer_sizes(config) -> None:
-    """The sizes every transformer config has: positive, heads dividing the width, dropout in [0, 1)."""
-    for name in ("hidden_dim", "num_layers", "num_heads", "intermediate_dim", "sequence_length"):
-        check_range(name, getattr(config, name), low=1)
+def check_heads_divide_width(config) -> None:
+    """The rule every transformer config with `hidden_dim` and `num_heads` shares (its sizes' ranges are declared
+    on its fields)."""
     if config.hidden_dim % config.num_heads:
         raise ValueError(f"`num_heads` must divide `hidden_dim` (each head gets hidden_dim / num_heads dimensions). "
                          f"Received: hidden_dim={config.hidden_dim}, num_heads={config.num_heads}")
-    check_range("dropout", config.dropout, low=0.0, high=1.0, high_inclusive=False)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class AttentionSettings:
+class AttentionSettings(Checked):
     """The attention variant of a transformer config, and the settings of each variant.
 
     Args:
@@ -42,22 +40,13 @@ class AttentionSettings:
         band_width, fmm_rank: FMM attention's near-field half-width and far-field rank (1 or 2).
     """
 
-    attention: str = "softmax"
-    feature_map: str = "elu"
-    num_random_features: int = 64
-    random_feature_kernel: str = "softmax"
-    redraw: str = "never"
-    band_width: int = 8
-    fmm_rank: int = 2
-
-    def check_attention(self) -> None:
-        check_choice("attention", self.attention, ATTENTIONS)
-        check_choice("feature_map", self.feature_map, LINEAR_ATTENTION_FEATURE_MAPS)
-        check_range("num_random_features", self.num_random_features, low=1)
-        check_choice("random_feature_kernel", self.random_feature_kernel, RANDOM_FEATURE_KERNELS)
-        check_choice("redraw", self.redraw, RANDOM_FEATURE_REDRAWS)
-        check_range("band_width", self.band_width, low=0)
-        check_range("fmm_rank", self.fmm_rank, low=1, high=2)
+    attention: str = setting("softmax", one_of(ATTENTIONS))
+    feature_map: str = setting("elu", one_of(LINEAR_ATTENTION_FEATURE_MAPS))
+    num_random_features: int = setting(64, at_least(1))
+    random_feature_kernel: str = setting("softmax", one_of(RANDOM_FEATURE_KERNELS))
+    redraw: str = setting("never", one_of(RANDOM_FEATURE_REDRAWS))
+    band_width: int = setting(8, at_least(0))
+    fmm_rank: int = setting(2, between(1, 2))
 
     def attention_options(self) -> dict:
         """The chosen variant's settings, as its layer (`attention_variants.attention_layer`) takes them."""

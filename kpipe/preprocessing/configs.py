@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import check_choice, check_range
+from kpipe.config.constraints import Checked, at_least, each, one_of, setting
+from kpipe.config.strict import check_range
 STANDARDIZE = ("lower_and_strip_punctuation", "lower_and_split_punctuation",  # see standardize.py
                "lower_and_split_punctuation_and_contractions", "lower", "none")
 SPLITS = ("whitespace", "character")  # TextVectorization's own names
@@ -18,7 +19,7 @@ TRUNCATING = ("pre", "post", "head_tail")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TextPreprocessingConfig:
+class TextPreprocessingConfig(Checked):
     """How raw text becomes padded token ids.
 
     Args:
@@ -37,26 +38,17 @@ class TextPreprocessingConfig:
             from the training split; lower-cases unless standardize = "none"; ignores `split`).
     """
 
-    vocabulary_size: int = 20000
-    sequence_length: int = 200
-    truncating: str = "pre"
-    standardize: str = "lower_and_strip_punctuation"
-    split: str = "whitespace"
-    length_buckets: int = 8
-    tokenizer: str = "words"
-
-    def __post_init__(self):
-        check_range("vocabulary_size", self.vocabulary_size, low=3)
-        check_range("sequence_length", self.sequence_length, low=1)
-        check_choice("truncating", self.truncating, TRUNCATING)
-        check_choice("standardize", self.standardize, STANDARDIZE)
-        check_choice("split", self.split, SPLITS)
-        check_range("length_buckets", self.length_buckets, low=0)
-        check_choice("tokenizer", self.tokenizer, TOKENIZERS)
+    vocabulary_size: int = setting(20000, at_least(3))
+    sequence_length: int = setting(200, at_least(1))
+    truncating: str = setting("pre", one_of(TRUNCATING))
+    standardize: str = setting("lower_and_strip_punctuation", one_of(STANDARDIZE))
+    split: str = setting("whitespace", one_of(SPLITS))
+    length_buckets: int = setting(8, at_least(0))
+    tokenizer: str = setting("words", one_of(TOKENIZERS))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class WindowConfig:
+class WindowConfig(Checked):
     """How a series is cut into (input window, forecast horizon) pairs.
 
     Args:
@@ -69,28 +61,20 @@ class WindowConfig:
             weekly season_length of half-hourly data: the MSTL baseline models every season.
     """
 
-    window: int = 336
-    horizon: int = 48
-    stride: int = 1
-    season_length: int = 336
-    other_seasons: tuple[int, ...] = ()
+    window: int = setting(336, at_least(1))
+    horizon: int = setting(48, at_least(1))
+    stride: int = setting(1, at_least(1))
+    season_length: int = setting(336, at_least(1))
+    other_seasons: tuple[int, ...] = setting((), each(at_least(2)))
 
     @property
     def seasons(self) -> tuple[int, ...]:
         """Every seasonal period of the series, shortest first."""
         return tuple(sorted({self.season_length, *self.other_seasons}))
 
-    def __post_init__(self):
-        check_range("window", self.window, low=1)
-        check_range("horizon", self.horizon, low=1)
-        check_range("stride", self.stride, low=1)
-        check_range("season_length", self.season_length, low=1)
-        for season in self.other_seasons:
-            check_range("other_seasons", season, low=2)
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PairPreprocessingConfig:
+class PairPreprocessingConfig(Checked):
     """How sources and targets become tokens.
 
     Args:
@@ -110,22 +94,17 @@ class PairPreprocessingConfig:
             average word).
     """
 
-    source_tokens: str = "char"
-    target_tokens: str = "word"
+    source_tokens: str = setting("char", one_of(TOKEN_KINDS))
+    target_tokens: str = setting("word", one_of(TOKEN_KINDS))
     lowercase: bool = True
-    max_source_length: int = 32
-    max_target_length: int = 32
-    length_buckets: int = 0
-    subword_vocabulary_size: int = 8000
+    max_source_length: int = setting(32, at_least(1))
+    max_target_length: int = setting(32, at_least(1))
+    length_buckets: int = setting(0, at_least(0))
+    subword_vocabulary_size: int = setting(8000, at_least(16))
     shared_vocabulary: bool = False
 
     def __post_init__(self):
-        check_choice("source_tokens", self.source_tokens, TOKEN_KINDS)
-        check_choice("target_tokens", self.target_tokens, TOKEN_KINDS)
-        check_range("max_source_length", self.max_source_length, low=1)
-        check_range("max_target_length", self.max_target_length, low=1)
-        check_range("length_buckets", self.length_buckets, low=0)
-        check_range("subword_vocabulary_size", self.subword_vocabulary_size, low=16)
+        super().__post_init__()
         if self.shared_vocabulary and not (self.source_tokens == self.target_tokens == "subword"):
             raise ValueError("`shared_vocabulary` needs source_tokens = target_tokens = 'subword'. Received: "
                              f"source_tokens={self.source_tokens!r}, target_tokens={self.target_tokens!r}")
@@ -138,7 +117,7 @@ class PairPreprocessingConfig:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SkipGramConfig:
+class SkipGramConfig(Checked):
     """How a corpus becomes skip-gram training examples.
 
     Args:
@@ -153,25 +132,17 @@ class SkipGramConfig:
         lowercase: lower-case the text before splitting it into words.
     """
 
-    min_count: int = 5
-    max_vocabulary: int = 0
-    window: int = 5
-    negatives: int = 5
-    negatives_shared_by: int = 1
-    subsample: float = 1e-3
+    min_count: int = setting(5, at_least(1))
+    max_vocabulary: int = setting(0, at_least(0))
+    window: int = setting(5, at_least(1))
+    negatives: int = setting(5, at_least(1))
+    negatives_shared_by: int = setting(1, at_least(1))
+    subsample: float = setting(1e-3, at_least(0.0))
     lowercase: bool = True
-
-    def __post_init__(self):
-        check_range("min_count", self.min_count, low=1)
-        check_range("max_vocabulary", self.max_vocabulary, low=0)
-        check_range("window", self.window, low=1)
-        check_range("negatives", self.negatives, low=1)
-        check_range("negatives_shared_by", self.negatives_shared_by, low=1)
-        check_range("subsample", self.subsample, low=0.0)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class NamesPreprocessingConfig:
+class NamesPreprocessingConfig(Checked):
     """How names become character ids.
 
     Args:
@@ -180,15 +151,12 @@ class NamesPreprocessingConfig:
             capitalised).
     """
 
-    max_length: int = 20
+    max_length: int = setting(20, at_least(2))
     lowercase: bool = False
-
-    def __post_init__(self):
-        check_range("max_length", self.max_length, low=2)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TaggingPreprocessingConfig:
+class TaggingPreprocessingConfig(Checked):
     """How a sentence's words become a tagger's inputs (`kpipe.preprocessing.tagging`).
 
     Args:
@@ -204,22 +172,19 @@ class TaggingPreprocessingConfig:
     """
 
     lowercase: bool = True
-    vocabulary_size: int = 50000
-    min_count: int = 1
-    max_word_length: int = 20
-    sequence_length: int = 128
-    stride: int = 64
+    vocabulary_size: int = setting(50000, at_least(3))
+    min_count: int = setting(1, at_least(1))
+    max_word_length: int = setting(20, at_least(1))
+    sequence_length: int = setting(128, at_least(8))
+    stride: int = setting(64, at_least(1))
 
     def __post_init__(self):
-        check_range("vocabulary_size", self.vocabulary_size, low=3)
-        check_range("min_count", self.min_count, low=1)
-        check_range("max_word_length", self.max_word_length, low=1)
-        check_range("sequence_length", self.sequence_length, low=8)
-        check_range("stride", self.stride, low=1, high=self.sequence_length - 2)
+        super().__post_init__()
+        check_range("stride", self.stride, high=self.sequence_length - 2)  # the room a window has beside [CLS], [SEP]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class LanguageModelPreprocessingConfig:
+class LanguageModelPreprocessingConfig(Checked):
     """How a language model's text becomes tokens (`kpipe.preprocessing.byte_bpe`).
 
     Args:
@@ -229,16 +194,12 @@ class LanguageModelPreprocessingConfig:
             continuation can hold.
     """
 
-    vocabulary_size: int = 8000
-    sequence_length: int = 128
-
-    def __post_init__(self):
-        check_range("vocabulary_size", self.vocabulary_size, low=300)
-        check_range("sequence_length", self.sequence_length, low=8)
+    vocabulary_size: int = setting(8000, at_least(300))
+    sequence_length: int = setting(128, at_least(8))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class AnswerPreprocessingConfig:
+class AnswerPreprocessingConfig(Checked):
     """How a question and its context become the encoder's windows (`kpipe.preprocessing.answer_windows`).
 
     Args:
@@ -249,16 +210,13 @@ class AnswerPreprocessingConfig:
         max_answer_tokens: the longest answer decoded, in word pieces.
     """
 
-    sequence_length: int = 384
-    stride: int = 128
-    max_question_tokens: int = 64
-    max_answer_tokens: int = 30
+    sequence_length: int = setting(384, at_least(16))
+    stride: int = setting(128, at_least(1))
+    max_question_tokens: int = setting(64, at_least(1))
+    max_answer_tokens: int = setting(30, at_least(1))
 
     def __post_init__(self):
-        check_range("sequence_length", self.sequence_length, low=16)
-        check_range("stride", self.stride, low=1)
-        check_range("max_question_tokens", self.max_question_tokens, low=1)
-        check_range("max_answer_tokens", self.max_answer_tokens, low=1)
+        super().__post_init__()
         room = self.sequence_length - self.max_question_tokens - 3
         if self.stride > room:
             raise ValueError(f"`stride` must be at most the {room} context pieces a window holds beside "

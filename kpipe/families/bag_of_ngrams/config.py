@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_range
+from kpipe.config.constraints import Checked, above, at_least, between, fraction, one_of, setting
+from kpipe.config.strict import DERIVED
 
 NGRAM_WEIGHTINGS = ("tfidf", "binary", "nb")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class BagOfNgramsConfig:
+class BagOfNgramsConfig(Checked):
     """Hyperparameters of `build_bag_of_ngrams`: a linear or one-hidden-layer classifier on n-gram features.
 
     Args:
@@ -36,31 +37,17 @@ class BagOfNgramsConfig:
         num_classes: number of classes (set by kpipe from the data); 2 gives one sigmoid unit.
     """
 
-    family: str = "bag_of_ngrams"
-    ngrams: int = 2
-    max_features: int = 200000
-    char_ngrams: int = 0
-    max_char_features: int = 200000
+    family: str = setting("bag_of_ngrams", one_of(("bag_of_ngrams",)))
+    ngrams: int = setting(2, between(1, 3))
+    max_features: int = setting(200000, at_least(2))
+    char_ngrams: int = setting(0, between(0, 8))
+    max_char_features: int = setting(200000, at_least(2))
     hashing: bool = False
-    weighting: str = "nb"
-    nb_alpha: float = 1.0
-    hidden_units: int = 0
-    dropout: float = 0.0
-    l2: float = 0.0
-    vocabulary_size: int = dataclasses.field(default=200000, metadata=DERIVED)
-    num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+    weighting: str = setting("nb", one_of(NGRAM_WEIGHTINGS))
+    nb_alpha: float = setting(1.0, above(0.0))
+    hidden_units: int = setting(0, at_least(0))
+    dropout: float = setting(0.0, fraction())
+    l2: float = setting(0.0, at_least(0.0))
+    vocabulary_size: int = setting(200000, at_least(2), derived=True)
+    num_classes: int = setting(2, at_least(2), derived=True)
     multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("bag_of_ngrams",))
-        check_range("ngrams", self.ngrams, low=1, high=3)
-        check_range("max_features", self.max_features, low=2)
-        check_range("char_ngrams", self.char_ngrams, low=0, high=8)
-        check_range("max_char_features", self.max_char_features, low=2)
-        check_choice("weighting", self.weighting, NGRAM_WEIGHTINGS)
-        check_range("nb_alpha", self.nb_alpha, low=0.0, low_inclusive=False)
-        check_range("hidden_units", self.hidden_units, low=0)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_range("l2", self.l2, low=0.0)
-        check_range("vocabulary_size", self.vocabulary_size, low=2)
-        check_range("num_classes", self.num_classes, low=2)

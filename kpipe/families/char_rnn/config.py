@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.config.constraints import Checked, at_least, fraction, layer_sizes, one_of, setting
 from kpipe.layers.settings import CELL_CLASSES
 from kpipe.tokens import CHARS
 
@@ -12,7 +12,7 @@ CONDITIONING = ("none", "initial_state", "every_step")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CharGeneratorConfig:
+class CharGeneratorConfig(Checked):
     """Hyperparameters of `build_char_generator`.
 
     Args:
@@ -29,23 +29,12 @@ class CharGeneratorConfig:
         num_categories: number of categories (set by kpipe from the data; 1 when there are none).
     """
 
-    family: str = "char_rnn"
-    embedding_dim: int = 32
-    cell: str = "lstm"
-    units: tuple[int, ...] = (128,)
-    dropout: float = 0.0
-    conditioning: str = "initial_state"
-    category_dim: int = 16
-    vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
-    num_categories: int = dataclasses.field(default=1, metadata=DERIVED)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("char_rnn",))
-        check_range("embedding_dim", self.embedding_dim, low=1)
-        check_choice("cell", self.cell, CELL_CLASSES)
-        check_layer_sizes("units", self.units)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_choice("conditioning", self.conditioning, CONDITIONING)
-        check_range("category_dim", self.category_dim, low=1)
-        check_range("vocabulary_size", self.vocabulary_size, low=CHARS.count + 1)
-        check_range("num_categories", self.num_categories, low=1)
+    family: str = setting("char_rnn", one_of(("char_rnn",)))
+    embedding_dim: int = setting(32, at_least(1))
+    cell: str = setting("lstm", one_of(CELL_CLASSES))
+    units: tuple[int, ...] = setting((128,), layer_sizes())
+    dropout: float = setting(0.0, fraction())
+    conditioning: str = setting("initial_state", one_of(CONDITIONING))
+    category_dim: int = setting(16, at_least(1))
+    vocabulary_size: int = setting(64, at_least(CHARS.count + 1), derived=True)
+    num_categories: int = setting(1, at_least(1), derived=True)

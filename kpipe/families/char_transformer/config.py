@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_range
-from kpipe.layers.settings import AttentionSettings, check_transformer_sizes
+from kpipe.config.constraints import at_least, fraction, one_of, setting
+from kpipe.layers.settings import AttentionSettings, check_heads_divide_width
 from kpipe.tokens import CHARS
 
 
@@ -25,21 +25,17 @@ class CharTransformerConfig(AttentionSettings):
         sequence_length, vocabulary_size, num_categories: set by kpipe from the preprocessing and data.
     """
 
-    family: str = "char_transformer"
-    hidden_dim: int = 128
-    num_layers: int = 2
-    num_heads: int = 4
-    intermediate_dim: int = 256
-    dropout: float = 0.1
-    conditioning: str = "every_step"
-    sequence_length: int = dataclasses.field(default=21, metadata=DERIVED)
-    vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
-    num_categories: int = dataclasses.field(default=1, metadata=DERIVED)
+    family: str = setting("char_transformer", one_of(("char_transformer",)))
+    hidden_dim: int = setting(128, at_least(1))
+    num_layers: int = setting(2, at_least(1))
+    num_heads: int = setting(4, at_least(1))
+    intermediate_dim: int = setting(256, at_least(1))
+    dropout: float = setting(0.1, fraction())
+    conditioning: str = setting("every_step", one_of(("none", "every_step")))
+    sequence_length: int = setting(21, at_least(1), derived=True)
+    vocabulary_size: int = setting(64, at_least(CHARS.count + 1), derived=True)
+    num_categories: int = setting(1, at_least(1), derived=True)
 
     def __post_init__(self):
-        check_choice("family", self.family, ("char_transformer",))
-        check_transformer_sizes(self)
-        check_choice("conditioning", self.conditioning, ("none", "every_step"))
-        self.check_attention()
-        check_range("vocabulary_size", self.vocabulary_size, low=CHARS.count + 1)
-        check_range("num_categories", self.num_categories, low=1)
+        super().__post_init__()
+        check_heads_divide_width(self)

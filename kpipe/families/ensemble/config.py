@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import check_choice, check_range
+from kpipe.config.constraints import Checked, at_least, between, one_of, or_auto, setting
 from kpipe.config.training import TrainingConfig
 from kpipe.errors import ConfigError
 from kpipe.families.bag_of_ngrams.config import BagOfNgramsConfig
@@ -14,7 +14,7 @@ from kpipe.preprocessing.configs import TextPreprocessingConfig
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class EnsembleClassifierConfig:
+class EnsembleClassifierConfig(Checked):
     """Several views of the text in one exported model: a bag-of-n-grams classifier, a sequence
     classifier (recurrent, or a pretrained encoder) and optionally a recurrent third member, trained one
     after the other on the same split, their probabilities averaged with the weights that score best on
@@ -45,22 +45,19 @@ class EnsembleClassifierConfig:
             ngram_weight (a grid of shares 0, 0.05, ..., 1 that sum to at most 1).
     """
 
-    family: str = "ensemble"
+    family: str = setting("ensemble", one_of(("ensemble",)))
     ngrams: BagOfNgramsConfig = BagOfNgramsConfig()
     sequence: RNNClassifierConfig | PretrainedClassifierConfig = RNNClassifierConfig()
-    ngram_weight: float = -1.0
-    sequence_members: int = 1
+    ngram_weight: float = setting(-1.0, or_auto(-1.0, between(0.0, 1.0), "chosen on validation"))
+    sequence_members: int = setting(1, at_least(1))
     ngrams_training: TrainingConfig | None = None
     recurrent: RNNClassifierConfig | None = None
     recurrent_training: TrainingConfig | None = None
     recurrent_preprocessing: TextPreprocessingConfig | None = None
-    recurrent_weight: float = -1.0
+    recurrent_weight: float = setting(-1.0, or_auto(-1.0, between(0.0, 1.0), "chosen on validation"))
 
     def __post_init__(self):
-        check_choice("family", self.family, ("ensemble",))
-        check_range("sequence_members", self.sequence_members, low=1)
-        if self.ngram_weight != -1.0:
-            check_range("ngram_weight", self.ngram_weight, low=0.0, high=1.0)
+        super().__post_init__()
         if self.recurrent is None:
             for key in ("recurrent_training", "recurrent_preprocessing"):
                 if getattr(self, key) is not None:
@@ -70,7 +67,6 @@ class EnsembleClassifierConfig:
                 raise ConfigError("model.recurrent_weight is set but there is no [model.recurrent] member; add a "
                                   "[model.recurrent] table or remove model.recurrent_weight")
         elif self.recurrent_weight != -1.0:
-            check_range("recurrent_weight", self.recurrent_weight, low=0.0, high=1.0)
             if self.ngram_weight != -1.0 and self.ngram_weight + self.recurrent_weight > 1.0:
                 raise ConfigError(f"model.ngram_weight + model.recurrent_weight = "
                                   f"{self.ngram_weight + self.recurrent_weight:g} > 1; the sequence member gets what "

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_range
+from kpipe.config.constraints import Checked, at_least, fraction, one_of, setting
+from kpipe.config.strict import DERIVED
+from kpipe.layers.settings import check_heads_divide_width
 
 ATTENTION = ("softmax", "linear")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class GPTConfig:
+class GPTConfig(Checked):
     """Hyperparameters of `build_gpt`: GPT-2's decoder (keras-hub's `GPT2Backbone`: token and learnt position
     embeddings, pre-norm causal decoder blocks, the output tied to the token embedding), sized from scratch.
 
@@ -27,21 +29,16 @@ class GPTConfig:
         vocabulary_size, max_sequence_length: set by kpipe from the tokenizer and preprocessing.sequence_length.
     """
 
-    family: str = "gpt"
-    num_layers: int = 2
-    num_heads: int = 4
-    hidden_dim: int = 128
-    intermediate_dim: int = 512
-    dropout: float = 0.1
-    attention: str = "softmax"
+    family: str = setting("gpt", one_of(("gpt",)))
+    num_layers: int = setting(2, at_least(1))
+    num_heads: int = setting(4, at_least(1))
+    hidden_dim: int = setting(128, at_least(1))
+    intermediate_dim: int = setting(512, at_least(1))
+    dropout: float = setting(0.1, fraction())
+    attention: str = setting("softmax", one_of(ATTENTION))
     vocabulary_size: int = dataclasses.field(default=8000, metadata=DERIVED)
     max_sequence_length: int = dataclasses.field(default=128, metadata=DERIVED)
 
     def __post_init__(self):
-        for name in ("num_layers", "num_heads", "hidden_dim", "intermediate_dim"):
-            check_range(name, getattr(self, name), low=1)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_choice("attention", self.attention, ATTENTION)
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"`hidden_dim` must be a multiple of `num_heads`. Received: hidden_dim={self.hidden_dim}, "
-                             f"num_heads={self.num_heads}")
+        super().__post_init__()
+        check_heads_divide_width(self)

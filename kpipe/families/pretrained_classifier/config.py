@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_range
+from kpipe.config.constraints import Checked, above, at_least, fraction, one_of, setting
+from kpipe.config.strict import DERIVED
 from kpipe.layers.settings import POOLINGS
 
 BACKBONE_TRAINING = ("trainable", "frozen", "two_phase", "lora")  # what fine-tuning a pretrained encoder trains
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PretrainedClassifierConfig:
+class PretrainedClassifierConfig(Checked):
     """Hyperparameters of `kpipe.pretrained.classifier.build_pretrained_classifier`: a pretrained encoder,
     loaded with keras-hub's `from_preset`, under a classification head.
 
@@ -34,26 +35,16 @@ class PretrainedClassifierConfig:
         num_classes: set by kpipe from the data.
     """
 
-    family: str = "pretrained_classifier"
+    family: str = setting("pretrained_classifier", one_of(("pretrained_classifier",)))
     preset: str = "all_minilm_l6_v2_en"
-    pooling: str = "mean"
-    dropout: float = 0.1
-    backbone_training: str = "trainable"
-    head_epochs: int = 1
-    head_learning_rate: float = 1e-3
-    lora_rank: int = 8
-    num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+    pooling: str = setting("mean", one_of(POOLINGS))
+    dropout: float = setting(0.1, fraction())
+    backbone_training: str = setting("trainable", one_of(BACKBONE_TRAINING))
+    head_epochs: int = setting(1, at_least(1))
+    head_learning_rate: float = setting(1e-3, above(0.0))
+    lora_rank: int = setting(8, at_least(1))
+    num_classes: int = setting(2, at_least(2), derived=True)
     multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("pretrained_classifier",))
-        check_choice("pooling", self.pooling, POOLINGS)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_choice("backbone_training", self.backbone_training, BACKBONE_TRAINING)
-        check_range("head_epochs", self.head_epochs, low=1)
-        check_range("head_learning_rate", self.head_learning_rate, low=0.0, low_inclusive=False)
-        check_range("lora_rank", self.lora_rank, low=1)
-        check_range("num_classes", self.num_classes, low=2)
 
 
 def pretrained_preset(model) -> tuple[str, str]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import check_choice, check_range
+from kpipe.config.constraints import Checked, fraction, one_of, setting
 
 READER_TRAINING = ("trainable", "frozen")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PretrainedReaderConfig:
+class PretrainedReaderConfig(Checked):
     """Hyperparameters of `build_pretrained_reader`: a pretrained encoder (loaded with keras-hub's `from_preset`)
     with a start and an end logit per word piece.
 
@@ -23,12 +23,7 @@ class PretrainedReaderConfig:
         backbone_training: "trainable" (fine-tune everything) or "frozen" (train the projection only).
     """
 
-    family: str = "pretrained_reader"
+    family: str = setting("pretrained_reader", one_of(("pretrained_reader",)))
     preset: str = "all_minilm_l6_v2_en"
-    dropout: float = 0.1
-    backbone_training: str = "trainable"
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("pretrained_reader",))
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_choice("backbone_training", self.backbone_training, READER_TRAINING)
+    dropout: float = setting(0.1, fraction())
+    backbone_training: str = setting("trainable", one_of(READER_TRAINING))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_range
+from kpipe.config.constraints import Checked, at_least, fraction, one_of, setting
 
 # Which of the encoder's outputs a word is read from (the lecture notes' table of BERT features for CoNLL-2003 NER)
 FEATURES = ("last", "second_to_last", "sum_last_four", "concat_last_four", "sum_all", "embeddings")
@@ -14,7 +14,7 @@ ENCODER_TRAINING = ("trainable", "frozen")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PretrainedTaggerConfig:
+class PretrainedTaggerConfig(Checked):
     """Hyperparameters of `build_pretrained_tagger`: a pretrained encoder (keras-hub's `from_preset`) over each
     sentence's word pieces, each word read at its first piece (the other pieces are out of the loss), then a head
     and a tag per word.
@@ -35,22 +35,12 @@ class PretrainedTaggerConfig:
         num_tags: set by kpipe from the data.
     """
 
-    family: str = "pretrained_tagger"
+    family: str = setting("pretrained_tagger", one_of(("pretrained_tagger",)))
     preset: str = "all_minilm_l6_v2_en"
-    features: str = "last"
-    backbone_training: str = "trainable"
-    head: str = "dense"
-    head_units: int = 128
-    dropout: float = 0.1
-    output: str = "softmax"
-    num_tags: int = dataclasses.field(default=2, metadata=DERIVED)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("pretrained_tagger",))
-        check_choice("features", self.features, FEATURES)
-        check_choice("backbone_training", self.backbone_training, ENCODER_TRAINING)
-        check_choice("head", self.head, TAGGER_HEADS)
-        check_range("head_units", self.head_units, low=1)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_choice("output", self.output, TAGGER_OUTPUTS)
-        check_range("num_tags", self.num_tags, low=2)
+    features: str = setting("last", one_of(FEATURES))
+    backbone_training: str = setting("trainable", one_of(ENCODER_TRAINING))
+    head: str = setting("dense", one_of(TAGGER_HEADS))
+    head_units: int = setting(128, at_least(1))
+    dropout: float = setting(0.1, fraction())
+    output: str = setting("softmax", one_of(TAGGER_OUTPUTS))
+    num_tags: int = setting(2, at_least(2), derived=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.config.constraints import Checked, above, at_least, fraction, layer_sizes, one_of, setting
+from kpipe.config.strict import DERIVED
 from kpipe.layers.settings import CELL_CLASSES
 
 EMBEDDING_TRAINING = ("trainable", "frozen", "two_phase")
@@ -12,7 +13,7 @@ RNN_POOLINGS = ("last", "max", "mean", "max_mean")  # what the recurrent stack h
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RNNClassifierConfig:
+class RNNClassifierConfig(Checked):
     """Hyperparameters of `build_rnn_classifier`.
 
     Args:
@@ -41,33 +42,19 @@ class RNNClassifierConfig:
             encoder (set by kpipe from the data).
     """
 
-    family: str = "rnn_classifier"
-    embedding_dim: int = 128
-    cell: str = "lstm"
-    units: tuple[int, ...] = (64,)
+    family: str = setting("rnn_classifier", one_of(("rnn_classifier",)))
+    embedding_dim: int = setting(128, at_least(1))
+    cell: str = setting("lstm", one_of(CELL_CLASSES))
+    units: tuple[int, ...] = setting((64,), layer_sizes())
     bidirectional: bool = True
-    dropout: float = 0.0
-    recurrent_dropout: float = 0.0
-    pooling: str = "last"
+    dropout: float = setting(0.0, fraction())
+    recurrent_dropout: float = setting(0.0, fraction())
+    pooling: str = setting("last", one_of(RNN_POOLINGS))
     pretrained_embeddings: str = ""
-    embedding_training: str = "trainable"
-    frozen_epochs: int = 2
-    fine_tune_learning_rate: float = 1e-4
-    vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
-    num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+    embedding_training: str = setting("trainable", one_of(EMBEDDING_TRAINING))
+    frozen_epochs: int = setting(2, at_least(1))
+    fine_tune_learning_rate: float = setting(1e-4, above(0.0))
+    vocabulary_size: int = setting(20000, at_least(2), derived=True)
+    num_classes: int = setting(2, at_least(2), derived=True)
     multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
     text_pairs: bool = dataclasses.field(default=False, metadata=DERIVED)  # siamese encoder (set by kpipe)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("rnn_classifier",))
-        check_range("embedding_dim", self.embedding_dim, low=1)
-        check_choice("cell", self.cell, CELL_CLASSES)
-        check_layer_sizes("units", self.units)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_range("recurrent_dropout", self.recurrent_dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_choice("pooling", self.pooling, RNN_POOLINGS)
-        check_choice("embedding_training", self.embedding_training, EMBEDDING_TRAINING)
-        check_range("frozen_epochs", self.frozen_epochs, low=1)
-        check_range("fine_tune_learning_rate", self.fine_tune_learning_rate, low=0.0, low_inclusive=False)
-        check_range("vocabulary_size", self.vocabulary_size, low=2)
-        check_range("num_classes", self.num_classes, low=2)

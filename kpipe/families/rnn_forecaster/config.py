@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.config.constraints import Checked, at_least, fraction, layer_sizes, one_of, setting
 from kpipe.layers.settings import CELL_CLASSES
 
 BASELINES = ("none", "naive", "seasonal_naive", "mstl")
@@ -12,7 +12,7 @@ LOSSES = ("mse", "mae", "huber")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RNNForecasterConfig:
+class RNNForecasterConfig(Checked):
     """Hyperparameters of `build_rnn_forecaster`.
 
     Args:
@@ -49,38 +49,22 @@ class RNNForecasterConfig:
         season_length: the seasonal period (set by kpipe from `preprocessing.season_length`).
     """
 
-    family: str = "rnn_forecaster"
-    cell: str = "lstm"
-    units: tuple[int, ...] = (64,)
-    conv_filters: int = 0
-    conv_kernel: int = 3
-    conv_stride: int = 1
-    dropout: float = 0.0
-    add_baseline: str = "none"
-    linear_steps: int = 0
-    linear_ridge: float = 1.0
-    loss: str = "mse"
-    recurrent_correction: str = "always"
-    window: int = dataclasses.field(default=336, metadata=DERIVED)
-    horizon: int = dataclasses.field(default=48, metadata=DERIVED)
-    num_features: int = dataclasses.field(default=1, metadata=DERIVED)
-    season_length: int = dataclasses.field(default=336, metadata=DERIVED)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("rnn_forecaster",))
-        check_choice("cell", self.cell, CELL_CLASSES)
-        check_layer_sizes("units", self.units)
-        check_range("conv_filters", self.conv_filters, low=0)
-        check_range("conv_kernel", self.conv_kernel, low=1)
-        check_range("conv_stride", self.conv_stride, low=1)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_choice("add_baseline", self.add_baseline, BASELINES)
-        check_range("linear_steps", self.linear_steps, low=0)
-        check_choice("loss", self.loss, LOSSES)
-        check_choice("recurrent_correction", self.recurrent_correction, ("always", "if_better"))
-        check_range("linear_ridge", self.linear_ridge, low=0.0)
-        for name in ("window", "horizon", "num_features", "season_length"):
-            check_range(name, getattr(self, name), low=1)
+    family: str = setting("rnn_forecaster", one_of(("rnn_forecaster",)))
+    cell: str = setting("lstm", one_of(CELL_CLASSES))
+    units: tuple[int, ...] = setting((64,), layer_sizes())
+    conv_filters: int = setting(0, at_least(0))
+    conv_kernel: int = setting(3, at_least(1))
+    conv_stride: int = setting(1, at_least(1))
+    dropout: float = setting(0.0, fraction())
+    add_baseline: str = setting("none", one_of(BASELINES))
+    linear_steps: int = setting(0, at_least(0))
+    linear_ridge: float = setting(1.0, at_least(0.0))
+    loss: str = setting("mse", one_of(LOSSES))
+    recurrent_correction: str = setting("always", one_of(("always", "if_better")))
+    window: int = setting(336, at_least(1), derived=True)
+    horizon: int = setting(48, at_least(1), derived=True)
+    num_features: int = setting(1, at_least(1), derived=True)
+    season_length: int = setting(336, at_least(1), derived=True)
 
     def resolved(self, windows, num_features: int = 1) -> "RNNForecasterConfig":
         """This config with the window, horizon, season and feature count the data and windows set."""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.config.constraints import Checked, at_least, fraction, layer_sizes, one_of, setting
 from kpipe.layers.settings import CELL_CLASSES
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RNNLanguageModelConfig:
+class RNNLanguageModelConfig(Checked):
     """Hyperparameters of `build_rnn_lm` (PyTorch's word-language-model example: embedding, stacked LSTM, dropout
     on the embeddings, between layers and before the output, the output tied to the embedding).
 
@@ -24,18 +24,10 @@ class RNNLanguageModelConfig:
         vocabulary_size: set by kpipe from the tokenizer.
     """
 
-    family: str = "rnn_lm"
-    embedding_dim: int = 256
-    cell: str = "lstm"
-    units: tuple[int, ...] = (256, 256)
-    dropout: float = 0.2
+    family: str = setting("rnn_lm", one_of(("rnn_lm",)))
+    embedding_dim: int = setting(256, at_least(1))
+    cell: str = setting("lstm", one_of(CELL_CLASSES))
+    units: tuple[int, ...] = setting((256, 256), layer_sizes())
+    dropout: float = setting(0.2, fraction())
     tie_weights: bool = True
-    vocabulary_size: int = dataclasses.field(default=8000, metadata=DERIVED)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("rnn_lm",))
-        check_range("embedding_dim", self.embedding_dim, low=1)
-        check_choice("cell", self.cell, CELL_CLASSES)
-        check_layer_sizes("units", self.units)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_range("vocabulary_size", self.vocabulary_size, low=2)
+    vocabulary_size: int = setting(8000, at_least(2), derived=True)

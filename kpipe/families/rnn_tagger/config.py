@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_layer_sizes, check_range
+from kpipe.config.constraints import Checked, at_least, fraction, layer_sizes, one_of, setting
 from kpipe.layers.settings import CELL_CLASSES
 
 TAGGER_OUTPUTS = ("softmax", "crf")
@@ -14,7 +14,7 @@ CASING_CLASSES = 7
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RNNTaggerConfig:
+class RNNTaggerConfig(Checked):
     """Hyperparameters of `build_rnn_tagger`: a word's embedding (GloVe-initialisable), its characters and its
     casing, a (Bi)LSTM over the sentence, and a tag per word from a softmax or a linear-chain CRF (Lample et al.
     2016; Ma and Hovy 2016 for the character CNN).
@@ -40,37 +40,20 @@ class RNNTaggerConfig:
         vocabulary_size, char_vocabulary_size, num_tags: set by kpipe from the data.
     """
 
-    family: str = "rnn_tagger"
-    embedding_dim: int = 100
+    family: str = setting("rnn_tagger", one_of(("rnn_tagger",)))
+    embedding_dim: int = setting(100, at_least(1))
     pretrained_embeddings: str = ""
-    embedding_training: str = "trainable"
-    char_features: str = "cnn"
-    char_embedding_dim: int = 25
-    char_units: int = 30
-    char_window: int = 3
+    embedding_training: str = setting("trainable", one_of(("trainable", "frozen")))
+    char_features: str = setting("cnn", one_of(CHAR_FEATURES))
+    char_embedding_dim: int = setting(25, at_least(1))
+    char_units: int = setting(30, at_least(1))
+    char_window: int = setting(3, at_least(1))
     casing: bool = True
-    casing_dim: int = 8
-    cell: str = "lstm"
-    units: tuple[int, ...] = (100,)
-    dropout: float = 0.5
-    output: str = "crf"
-    vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
-    char_vocabulary_size: int = dataclasses.field(default=100, metadata=DERIVED)
-    num_tags: int = dataclasses.field(default=9, metadata=DERIVED)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("rnn_tagger",))
-        check_range("embedding_dim", self.embedding_dim, low=1)
-        check_choice("embedding_training", self.embedding_training, ("trainable", "frozen"))
-        check_choice("char_features", self.char_features, CHAR_FEATURES)
-        check_range("char_embedding_dim", self.char_embedding_dim, low=1)
-        check_range("char_units", self.char_units, low=1)
-        check_range("char_window", self.char_window, low=1)
-        check_range("casing_dim", self.casing_dim, low=1)
-        check_choice("cell", self.cell, CELL_CLASSES)
-        check_layer_sizes("units", self.units)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_choice("output", self.output, TAGGER_OUTPUTS)
-        check_range("vocabulary_size", self.vocabulary_size, low=2)
-        check_range("char_vocabulary_size", self.char_vocabulary_size, low=2)
-        check_range("num_tags", self.num_tags, low=2)
+    casing_dim: int = setting(8, at_least(1))
+    cell: str = setting("lstm", one_of(CELL_CLASSES))
+    units: tuple[int, ...] = setting((100,), layer_sizes())
+    dropout: float = setting(0.5, fraction())
+    output: str = setting("crf", one_of(TAGGER_OUTPUTS))
+    vocabulary_size: int = setting(20000, at_least(2), derived=True)
+    char_vocabulary_size: int = setting(100, at_least(2), derived=True)
+    num_tags: int = setting(9, at_least(2), derived=True)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import check_choice
+from kpipe.config.constraints import Checked, one_of, setting
 from kpipe.layers.settings import POOLINGS
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SentenceEncoderConfig:
+class SentenceEncoderConfig(Checked):
     """A pretrained encoder used as it is, for sentence embeddings (`kpipe.pretrained.encoder`): nothing trains.
 
     Args:
@@ -22,11 +22,7 @@ class SentenceEncoderConfig:
             product is the cosine similarity.
     """
 
-    family: str = "sentence_encoder"
+    family: str = setting("sentence_encoder", one_of(("sentence_encoder",)))
     preset: str = "all_minilm_l6_v2_en"
-    pooling: str = "mean"
+    pooling: str = setting("mean", one_of(POOLINGS))
     normalize: bool = True
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("sentence_encoder",))
-        check_choice("pooling", self.pooling, POOLINGS)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_range
+from kpipe.config.constraints import Checked, at_least, fraction, one_of, setting
 from kpipe.layers.settings import CELL_CLASSES
 from kpipe.tokens import SEQ2SEQ
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Seq2SeqConfig:
+class Seq2SeqConfig(Checked):
     """Hyperparameters of `build_seq2seq`.
 
     Args:
@@ -33,27 +33,16 @@ class Seq2SeqConfig:
         source_vocabulary_size, target_vocabulary_size: set by kpipe from the training split.
     """
 
-    family: str = "seq2seq_attention"
-    embedding_dim: int = 64
-    cell: str = "gru"
-    encoder_units: int = 128
-    decoder_units: int = 256
-    attention_units: int = 128
-    dropout: float = 0.1
-    beam_width: int = 1
-    length_penalty: float = 1.0
-    average_epochs: int = 1
-    ensemble_members: int = 1
-    source_vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
-    target_vocabulary_size: int = dataclasses.field(default=64, metadata=DERIVED)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("seq2seq_attention",))
-        for name in ("embedding_dim", "encoder_units", "decoder_units", "attention_units", "beam_width",
-                     "average_epochs", "ensemble_members"):
-            check_range(name, getattr(self, name), low=1)
-        check_choice("cell", self.cell, CELL_CLASSES)
-        check_range("dropout", self.dropout, low=0.0, high=1.0, high_inclusive=False)
-        check_range("length_penalty", self.length_penalty, low=0.0)
-        check_range("source_vocabulary_size", self.source_vocabulary_size, low=SEQ2SEQ.count + 1)
-        check_range("target_vocabulary_size", self.target_vocabulary_size, low=SEQ2SEQ.count + 1)
+    family: str = setting("seq2seq_attention", one_of(("seq2seq_attention",)))
+    embedding_dim: int = setting(64, at_least(1))
+    cell: str = setting("gru", one_of(CELL_CLASSES))
+    encoder_units: int = setting(128, at_least(1))
+    decoder_units: int = setting(256, at_least(1))
+    attention_units: int = setting(128, at_least(1))
+    dropout: float = setting(0.1, fraction())
+    beam_width: int = setting(1, at_least(1))
+    length_penalty: float = setting(1.0, at_least(0.0))
+    average_epochs: int = setting(1, at_least(1))
+    ensemble_members: int = setting(1, at_least(1))
+    source_vocabulary_size: int = setting(64, at_least(SEQ2SEQ.count + 1), derived=True)
+    target_vocabulary_size: int = setting(64, at_least(SEQ2SEQ.count + 1), derived=True)

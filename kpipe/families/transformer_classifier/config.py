@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_range
-from kpipe.layers.settings import POOLINGS, POSITION_ENCODINGS, AttentionSettings, check_transformer_sizes
+from kpipe.config.constraints import at_least, fraction, one_of, open_fraction, setting
+from kpipe.config.strict import DERIVED
+from kpipe.layers.settings import POOLINGS, POSITION_ENCODINGS, AttentionSettings, check_heads_divide_width
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,32 +35,25 @@ class TransformerClassifierConfig(AttentionSettings):
         sequence_length, vocabulary_size, num_classes: set by kpipe from the preprocessing and data.
     """
 
-    family: str = "transformer_classifier"
-    hidden_dim: int = 64
-    num_layers: int = 2
-    num_heads: int = 4
-    intermediate_dim: int = 128
-    dropout: float = 0.1
-    position_encoding: str = "learned"
-    pooling: str = "mean"
-    pretrain_epochs: int = 0
+    family: str = setting("transformer_classifier", one_of(("transformer_classifier",)))
+    hidden_dim: int = setting(64, at_least(1))
+    num_layers: int = setting(2, at_least(1))
+    num_heads: int = setting(4, at_least(1))
+    intermediate_dim: int = setting(128, at_least(1))
+    dropout: float = setting(0.1, fraction())
+    position_encoding: str = setting("learned", one_of(POSITION_ENCODINGS))
+    pooling: str = setting("mean", one_of(POOLINGS))
+    pretrain_epochs: int = setting(0, at_least(0))
     pretrain_corpus: str = ""
-    mask_rate: float = 0.15
-    sequence_length: int = dataclasses.field(default=200, metadata=DERIVED)
-    vocabulary_size: int = dataclasses.field(default=20000, metadata=DERIVED)
-    num_classes: int = dataclasses.field(default=2, metadata=DERIVED)
+    mask_rate: float = setting(0.15, open_fraction())
+    sequence_length: int = setting(200, at_least(1), derived=True)
+    vocabulary_size: int = setting(20000, at_least(3), derived=True)
+    num_classes: int = setting(2, at_least(2), derived=True)
     multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
 
     def __post_init__(self):
-        check_choice("family", self.family, ("transformer_classifier",))
-        check_transformer_sizes(self)
-        check_choice("position_encoding", self.position_encoding, POSITION_ENCODINGS)
-        self.check_attention()
-        check_choice("pooling", self.pooling, POOLINGS)
-        check_range("pretrain_epochs", self.pretrain_epochs, low=0)
+        super().__post_init__()
+        check_heads_divide_width(self)
         if self.pretrain_corpus and not self.pretrain_epochs:
             raise ValueError(f"`pretrain_corpus` is set ({self.pretrain_corpus!r}) but `pretrain_epochs` is 0, so "
                              "nothing would be pretrained: set pretrain_epochs (e.g. 3) or leave pretrain_corpus empty")
-        check_range("mask_rate", self.mask_rate, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-        check_range("vocabulary_size", self.vocabulary_size, low=3)
-        check_range("num_classes", self.num_classes, low=2)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.strict import DERIVED, check_choice, check_range
+from kpipe.config.constraints import Checked, at_least, one_of, setting
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Word2VecConfig:
+class Word2VecConfig(Checked):
     """Hyperparameters of `build_skipgram`.
 
     Args:
@@ -23,16 +23,9 @@ class Word2VecConfig:
         negatives: noise words per pair (set by kpipe from `preprocessing.negatives`).
     """
 
-    family: str = "skipgram"
-    embedding_dim: int = 100
+    family: str = setting("skipgram", one_of(("skipgram", "cbow")))
+    embedding_dim: int = setting(100, at_least(1))
     sparse_updates: bool = False
-    vocabulary_size: int = dataclasses.field(default=10000, metadata=DERIVED)
-    negatives: int = dataclasses.field(default=5, metadata=DERIVED)
-    window: int = dataclasses.field(default=5, metadata=DERIVED)
-
-    def __post_init__(self):
-        check_choice("family", self.family, ("skipgram", "cbow"))
-        check_range("embedding_dim", self.embedding_dim, low=1)
-        check_range("vocabulary_size", self.vocabulary_size, low=2)
-        check_range("negatives", self.negatives, low=1)
-        check_range("window", self.window, low=1)
+    vocabulary_size: int = setting(10000, at_least(2), derived=True)
+    negatives: int = setting(5, at_least(1), derived=True)
+    window: int = setting(5, at_least(1), derived=True)
