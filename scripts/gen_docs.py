@@ -97,7 +97,8 @@ def config_table(cls: type, prefix: str) -> list[str]:
     hints = typing.get_type_hints(cls)
     rows = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     nested = []
-    for field in dataclasses.fields(cls):
+    # `family` first, then the fields in order (a shared group's, declared in a base class, come before the family's)
+    for field in sorted(dataclasses.fields(cls), key=lambda f: f.name != "family"):
         if field.metadata.get("derived"):
             continue  # filled in from the data: a config file must not set it
         tp = hints[field.name]

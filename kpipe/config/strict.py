@@ -9,6 +9,7 @@ type name the field and show the value received. Nothing is dropped or coerced s
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import tomllib
 import types
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kpipe.errors import ConfigError, did_you_mean
+
+log = logging.getLogger(__name__)
 
 # Field metadata flag: the value is filled in by the pipeline from the data (e.g. the number of
 # classes), so a config file must not set it.
@@ -150,6 +153,7 @@ def from_dict(cls: type, data: Mapping[str, Any], *, path: str = "") -> Any:
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     prefix = f"{path}." if path else ""
+    data = _renamed_keys(cls, data, prefix)
     kwargs = {}
     for key, value in data.items():
         if key not in fields:
@@ -169,6 +173,22 @@ def from_dict(cls: type, data: Mapping[str, Any], *, path: str = "") -> Any:
         raise ConfigError(f"{path or 'config'}: {error}") from None
     except ValueError as error:
         raise ConfigError(f"{path + ': ' if path else ''}{error}") from None
+
+
+def _renamed_keys(cls: type, data: Mapping[str, Any], prefix: str) -> Mapping[str, Any]:
+    """`data` with the keys `cls.RENAMED_KEYS` maps (old name -> (new name, why)) read under their new names, each
+    with a one-line warning, as renamed pipelines are. The old name's value wins where both are given: it was set on
+    purpose (a `--set` of old habit over the pipeline's file, or an old file)."""
+    renamed = getattr(cls, "RENAMED_KEYS", {})
+    if not any(key in renamed for key in data):
+        return data
+    data = dict(data)
+    for old, (new, why) in renamed.items():
+        if old in data:
+            log.warning("'%s%s' is now '%s%s' (%s): reading it as %s%s = %r", prefix, old, prefix, new, why, prefix,
+                        new, data[old])
+            data[new] = data.pop(old)
+    return data
 
 
 def to_dict(instance: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from kpipe.cli.commands import main
 from tests.helpers import kpipe_in_process, write_english_spanish
 
 pytestmark = pytest.mark.slow
-TINY = ["--set", "preprocessing.subword_vocabulary_size=200", "--set", "model.embedding_dim=32",
+TINY = ["--set", "preprocessing.subword_vocabulary_size=200", "--set", "model.hidden_dim=32",
         "--set", "model.encoder_units=32", "--set", "model.decoder_units=64", "--set", "model.attention_units=32",
         "--set", "training.epochs=15", "--set", "training.batch_size=16", "--set", "training.learning_rate=0.01",
         "--set", "data.validation_fraction=0.1", "--set", "data.test_fraction=0.2",
@@ -73,7 +73,7 @@ def test_without_data_one_line_says_where_to_get_it(tmp_path, monkeypatch, capsy
 
 def test_the_transformer_pipeline_learns_the_grammar_and_exports_a_translator(tmp_path):
     write_english_spanish(tmp_path / "es.tsv")
-    tiny = ["--set", "preprocessing.subword_vocabulary_size=200", "--set", "model.embedding_dim=32",
+    tiny = ["--set", "preprocessing.subword_vocabulary_size=200", "--set", "model.hidden_dim=32",
             "--set", "model.num_heads=2", "--set", "model.intermediate_dim=64", "--set", "training.epochs=15",
             "--set", "training.batch_size=16", "--set", "training.learning_rate=0.01",
             "--set", 'training.learning_rate_schedule="constant"',  # 4 steps an epoch: no room for a warmup

@@ -102,7 +102,7 @@ def build_seq2seq_transformer(config: Seq2SeqTransformerConfig) -> TransformerPa
 
     Example:
         >>> parts = build_seq2seq_transformer(Seq2SeqTransformerConfig(
-        ...     source_vocabulary_size=30, target_vocabulary_size=45, embedding_dim=16, num_heads=2,
+        ...     source_vocabulary_size=30, target_vocabulary_size=45, hidden_dim=16, num_heads=2,
         ...     intermediate_dim=32))
         >>> parts.model.output_shape
         (None, None, 45)
@@ -112,10 +112,10 @@ def build_seq2seq_transformer(config: Seq2SeqTransformerConfig) -> TransformerPa
     source = keras.Input((None,), dtype="int32", name="source")
     target_in = keras.Input((None,), dtype="int32", name="target_in")
     source_embedding = keras_hub.layers.TokenAndPositionEmbedding(
-        config.source_vocabulary_size, config.source_positions, config.embedding_dim, mask_zero=True,
+        config.source_vocabulary_size, config.source_positions, config.hidden_dim, mask_zero=True,
         name="source_embedding")
     target_embedding = keras_hub.layers.TokenAndPositionEmbedding(
-        config.target_vocabulary_size, config.target_positions, config.embedding_dim, mask_zero=True,
+        config.target_vocabulary_size, config.target_positions, config.hidden_dim, mask_zero=True,
         name="target_embedding")
     encoders = [keras_hub.layers.TransformerEncoder(config.intermediate_dim, config.num_heads, config.dropout,
                                                     name=f"encoder_{i + 1}") for i in range(config.encoder_layers)]

@@ -116,3 +116,17 @@ def test_a_rule_is_checked_before_the_sections_own_rules_across_fields():
 def test_setting_keeps_the_derived_flag_and_the_rule():
     field = setting(3, Range(low=2), derived=True)
     assert field.metadata["derived"] and rule_of(field) == Range(low=2)
+
+
+def test_a_renamed_key_is_read_under_its_new_name_with_a_one_line_warning(caplog):
+    from kpipe.families.seq2seq_transformer.config import Seq2SeqTransformerConfig
+    from kpipe.tasks.named_pipelines import load_pipeline
+
+    caplog.set_level("WARNING")
+    config = load_pipeline("translate-eng-spa", ["model.embedding_dim=64"])  # the old name over the file's new one
+    assert config.model.hidden_dim == 64
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith("'model.embedding_dim' is now 'model.hidden_dim'") and "\n" not in warning
+    assert from_dict(Seq2SeqTransformerConfig, {"hidden_dim": 32, "num_heads": 2}).hidden_dim == 32
+    with pytest.raises(ConfigError, match="unknown key 'embedding_size'"):  # only the listed old names
+        from_dict(Seq2SeqTransformerConfig, {"embedding_size": 32})

@@ -195,7 +195,7 @@ def _seq2seq_transformer():
     from kpipe.families.seq2seq_transformer.config import Seq2SeqTransformerConfig
     from kpipe.families.seq2seq_transformer.model import build_seq2seq_transformer
     return lambda: build_seq2seq_transformer(Seq2SeqTransformerConfig(
-        embedding_dim=8, num_heads=2, intermediate_dim=16, source_vocabulary_size=12, target_vocabulary_size=12,
+        hidden_dim=8, num_heads=2, intermediate_dim=16, source_vocabulary_size=12, target_vocabulary_size=12,
         source_positions=8, target_positions=8)).model
 
 

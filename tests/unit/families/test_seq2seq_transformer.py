@@ -18,7 +18,7 @@ SOURCE = np.array([[5, 6, 7, 8], [9, 4, 0, 0], [11, 0, 0, 0]], "int32")
 def parts():
     keras.utils.set_random_seed(3)
     return build_seq2seq_transformer(Seq2SeqTransformerConfig(
-        source_vocabulary_size=12, target_vocabulary_size=9, embedding_dim=16, num_heads=2, intermediate_dim=32,
+        source_vocabulary_size=12, target_vocabulary_size=9, hidden_dim=16, num_heads=2, intermediate_dim=32,
         encoder_layers=2, decoder_layers=2, dropout=0.0, source_positions=6, target_positions=8))
 
 
