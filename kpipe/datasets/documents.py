@@ -17,10 +17,11 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
-from kpipe.config.constraints import at_least, check_fractions_sum, fraction, one_of, setting
+from kpipe.config.constraints import one_of, setting
 from kpipe.datasets import files
 from kpipe.datasets.corpus import read_bible_rows
 from kpipe.datasets.source import DataSourceConfig
+from kpipe.datasets.split_settings import SplitSettings, split_default
 from kpipe.datasets.splits import split_of_key
 from kpipe.errors import DataError
 
@@ -32,7 +33,7 @@ ARTICLE_HEADING = re.compile(r"^ ?= [^=].* = ?$")  # WikiText's top-level headin
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class DocumentsDataConfig(DataSourceConfig):
+class DocumentsDataConfig(SplitSettings, DataSourceConfig):
     """Where a language model's text comes from, what one document is, and how documents are split.
 
     Args:
@@ -59,14 +60,11 @@ class DocumentsDataConfig(DataSourceConfig):
     text_column: str = "text"
     split_by: str = setting("document", one_of(SPLIT_BY))
     test_path: str = ""
-    limit: int = setting(0, at_least(0))
-    validation_fraction: float = setting(0.05, fraction())
-    test_fraction: float = setting(0.05, fraction())
-    seed: int = 1337
+    validation_fraction: float = split_default("validation_fraction", 0.05)
+    test_fraction: float = split_default("test_fraction", 0.05)
 
     def __post_init__(self):
         super().__post_init__()
-        check_fractions_sum(self.validation_fraction, self.test_fraction)
         if self.validation_fraction <= 0:
             raise ValueError("`validation_fraction` must be > 0: a language model is stopped and tuned on its "
                              f"validation documents. Received: validation_fraction={self.validation_fraction}")

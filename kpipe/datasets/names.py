@@ -19,9 +19,10 @@ import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kpipe.config.constraints import at_least, check_fractions_sum, open_fraction, setting
+from kpipe.config.constraints import open_fraction
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
+from kpipe.datasets.split_settings import SplitSettings, split_default
 from kpipe.datasets.embedded import package_dir
 from kpipe.datasets.splits import split_by_first_item
 from kpipe.errors import DataError, did_you_mean
@@ -41,7 +42,7 @@ NAM_DICT_COUNTRIES = """great_britain ireland usa italy malta portugal spain fra
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class NamesDataConfig(DataSourceConfig):
+class NamesDataConfig(SplitSettings, DataSourceConfig):
     """Where names come from, which categories to keep, and how they are split.
 
     Args:
@@ -60,14 +61,8 @@ class NamesDataConfig(DataSourceConfig):
     name_column: str = "name"
     category_column: str = ""
     categories: tuple[str, ...] = ()
-    limit: int = setting(0, at_least(0))
-    validation_fraction: float = setting(0.1, open_fraction())
-    test_fraction: float = setting(0.1, open_fraction())
-    seed: int = 1337
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_fractions_sum(self.validation_fraction, self.test_fraction)
+    validation_fraction: float = split_default("validation_fraction", 0.1, open_fraction())
+    test_fraction: float = split_default("test_fraction", 0.1, open_fraction())
 
 
 @dataclasses.dataclass(frozen=True)

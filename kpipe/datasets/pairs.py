@@ -17,9 +17,10 @@ import logging
 import re
 import unicodedata
 
-from kpipe.config.constraints import at_least, check_fractions_sum, one_of, open_fraction, setting
+from kpipe.config.constraints import one_of, open_fraction, setting
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
+from kpipe.datasets.split_settings import SplitSettings, split_default
 from kpipe.datasets.embedded import package_dir
 from kpipe.datasets.splits import split_by_first_item
 from kpipe.errors import DataError, did_you_mean
@@ -30,7 +31,7 @@ PAIR_FORMATS = ("table", "anki")  # how a pair file is laid out (see PairsDataCo
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PairsDataConfig(DataSourceConfig):
+class PairsDataConfig(SplitSettings, DataSourceConfig):
     """Where pairs come from and how they are split.
 
     Args:
@@ -53,14 +54,8 @@ class PairsDataConfig(DataSourceConfig):
     target_column: str = "target"
     format: str = setting("table", one_of(PAIR_FORMATS))
     keep_stress: bool = False
-    limit: int = setting(0, at_least(0))
-    validation_fraction: float = setting(0.05, open_fraction())
-    test_fraction: float = setting(0.1, open_fraction())
-    seed: int = 1337
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_fractions_sum(self.validation_fraction, self.test_fraction)
+    validation_fraction: float = split_default("validation_fraction", 0.05, open_fraction())
+    test_fraction: float = split_default("test_fraction", 0.1, open_fraction())
 
 
 @dataclasses.dataclass(frozen=True)

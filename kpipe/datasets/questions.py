@@ -23,9 +23,10 @@ import logging
 from pathlib import Path
 from typing import ClassVar
 
-from kpipe.config.constraints import at_least, check_fractions_sum, fraction, one_of, one_of_class, setting
+from kpipe.config.constraints import one_of, one_of_class, setting
 from kpipe.datasets import files
 from kpipe.datasets.source import DataSourceConfig
+from kpipe.datasets.split_settings import SplitSettings, split_default
 from kpipe.datasets.splits import split_of_key
 from kpipe.errors import DataError
 
@@ -37,7 +38,7 @@ TABLE_COLUMNS = ("question", "context", "answer_text", "answer_start")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class QuestionsDataConfig(DataSourceConfig):
+class QuestionsDataConfig(SplitSettings, DataSourceConfig):
     """Where the questions come from, what to do with misaligned answers, and how they are split.
 
     Args:
@@ -58,18 +59,11 @@ class QuestionsDataConfig(DataSourceConfig):
     validation_path: str = ""
     test_path: str = ""
     misaligned: str = setting("error", one_of(MISALIGNED))
-    limit: int = setting(0, at_least(0))
-    validation_fraction: float = setting(0.1, fraction())
-    test_fraction: float = setting(0.15, fraction())
-    seed: int = 1337
+    test_fraction: float = split_default("test_fraction", 0.15)
 
     def describe(self) -> str:
         """As the other sources do ("file:squad.json"); a glob is read whole, file by file, not streamed as shards."""
         return f"files:{self.path}" if self.source == "shards" else super().describe()
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_fractions_sum(self.validation_fraction, self.test_fraction)
 
     def check_files(self) -> None:
         """Raise DataError (before TensorFlow loads) when a path or glob names no file."""

@@ -21,10 +21,11 @@ from collections import Counter
 from pathlib import Path
 from typing import ClassVar
 
-from kpipe.config.constraints import at_least, check_fractions_sum, fraction, one_of, setting
+from kpipe.config.constraints import one_of, setting
 from kpipe.datasets import files
 from kpipe.datasets.embedded import package_dir
 from kpipe.datasets.source import DataSourceConfig
+from kpipe.datasets.split_settings import SplitSettings
 from kpipe.datasets.splits import split_of_key
 from kpipe.datasets.tag_schemes import SCHEMES, detect_scheme, tag_problem, to_iob2
 from kpipe.errors import DataError
@@ -37,7 +38,7 @@ Origin = tuple[str, int, str]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TaggedDataConfig(DataSourceConfig):
+class TaggedDataConfig(SplitSettings, DataSourceConfig):
     """Where tagged sentences come from, which column holds the tags, and how they are split.
 
     Args:
@@ -64,14 +65,9 @@ class TaggedDataConfig(DataSourceConfig):
     token_column: int = 0
     tag_column: int = -1
     tag_scheme: str = setting("auto", one_of(SCHEMES))
-    limit: int = setting(0, at_least(0))
-    validation_fraction: float = setting(0.1, fraction())
-    test_fraction: float = setting(0.1, fraction())
-    seed: int = 1337
 
     def __post_init__(self):
         super().__post_init__()
-        check_fractions_sum(self.validation_fraction, self.test_fraction)
         if self.token_column == self.tag_column:
             raise ValueError(f"`token_column` and `tag_column` must differ. Received: both {self.token_column}")
         if (self.validation_path or self.test_path) and self.source != "file":

@@ -17,9 +17,10 @@ from typing import ClassVar, TYPE_CHECKING
 
 import numpy as np
 
-from kpipe.config.constraints import at_least, check_fractions_sum, fraction, one_of, setting
+from kpipe.config.constraints import at_least, one_of, setting
 from kpipe.datasets import embedded, files, label_sets, tfds_source
 from kpipe.datasets.source import DataSourceConfig
+from kpipe.datasets.split_settings import SplitSettings
 from kpipe.datasets.splits import split_indices, split_of_key
 from kpipe.errors import DataError
 
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TextClassificationDataConfig(DataSourceConfig):
+class TextClassificationDataConfig(SplitSettings, DataSourceConfig):
     """Where labelled text comes from and how it is split.
 
     Args:
@@ -87,10 +88,6 @@ class TextClassificationDataConfig(DataSourceConfig):
     text_pair_column: str = ""
     group_column: str = ""
     group_separator: str = ""
-    limit: int = setting(0, at_least(0))
-    validation_fraction: float = setting(0.1, fraction())
-    test_fraction: float = setting(0.1, fraction())
-    seed: int = 1337
     tfds_data_dir: str = ""
     id_column: str = ""
     shuffle_buffer: int = setting(10_000, at_least(1))
@@ -107,7 +104,6 @@ class TextClassificationDataConfig(DataSourceConfig):
             if getattr(self, field) != defaults[field] and self.source != "shards":
                 raise ValueError(f"`{field}` needs source='shards' (a glob or a folder of shards). "
                                  f"Received: source={self.source!r}")
-        check_fractions_sum(self.validation_fraction, self.test_fraction)
         if len(set(self.label_names)) != len(self.label_names):
             raise ValueError(f"`label_names` must be distinct. Received: label_names={list(self.label_names)}")
         if self.label_separator and self.label_columns:
