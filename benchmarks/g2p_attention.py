@@ -34,7 +34,7 @@ from kpipe.tasks.runner import run_pipeline  # noqa: E402
 from kpipe.preprocessing.token_pairs import TokenTable  # noqa: E402
 from kpipe.evaluation.sequence_metrics import error_rates  # noqa: E402
 from kpipe.tasks.translate import TRANSLATOR_FILE  # noqa: E402
-from kpipe.tasks.translate.serving import Translator, load_members, translate_batches  # noqa: E402
+from kpipe.tasks.translate.signatures import Translator, load_members, translate_batches  # noqa: E402
 
 
 def main() -> None:

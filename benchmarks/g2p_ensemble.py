@@ -24,7 +24,7 @@ from kpipe.datasets.pairs import load_pairs  # noqa: E402
 from kpipe.tasks.named_pipelines import load_pipeline  # noqa: E402
 from kpipe.preprocessing.token_pairs import TokenTable  # noqa: E402
 from kpipe.tasks.translate import TRANSLATOR_FILE  # noqa: E402
-from kpipe.tasks.translate.serving import Translator, load_members  # noqa: E402
+from kpipe.tasks.translate.signatures import Translator, load_members  # noqa: E402
 from kpipe.tasks.translate.validation import decode_and_score  # noqa: E402
 
 

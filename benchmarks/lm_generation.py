@@ -36,7 +36,7 @@ from kpipe.families.gpt.config import GPTConfig  # noqa: E402
 from kpipe.families.gpt.decoding import gpt_decoder  # noqa: E402
 from kpipe.families.gpt.model import build_gpt  # noqa: E402
 from kpipe.preprocessing.byte_bpe import ByteBPE  # noqa: E402
-from kpipe.tasks.lm.serving import LanguageModelServing  # noqa: E402
+from kpipe.tasks.lm.signatures import LanguageModelServing  # noqa: E402
 
 
 def synthetic_bpe(size: int) -> ByteBPE:

@@ -54,7 +54,7 @@ def measure(export: str, args) -> None:
 
     import kpipe.families.char_rnn.model  # noqa: F401  (registers the custom layers for model.keras)
     import kpipe.families.char_transformer.model  # noqa: F401
-    from kpipe.families.char_rnn.model import END, START
+    from kpipe.families.char_sampling import END, START
 
     metrics = json.load(open(os.path.join(export, "metrics.json")))
     spec = json.load(open(os.path.join(export, "generator.json")))

@@ -186,7 +186,7 @@ def main() -> None:
     rows = []
     for export in args.kpipe:
         from kpipe.exports.saved_model import load_saved_model
-        from kpipe.tasks.translate.serving import translate_batches
+        from kpipe.tasks.translate.signatures import translate_batches
 
         loaded = load_saved_model(Path(export))  # WordPiece ops registered first
         sources = list(references)

@@ -1,7 +1,7 @@
 """Sampling names with a portable generator export (`kpipe export names-char --format onnx`), without TensorFlow.
 
 The sampling loop runs here in NumPy, as the SavedModel's in-graph samplers do
-(`kpipe.families.char_rnn.model.sample_next`), around the exported network: a char_rnn's one-step network
+(`kpipe.families.char_sampling.sample_next`), around the exported network: a char_rnn's one-step network
 (`kpipe.families.char_rnn.step_network`: a character and the cells' states in, the next character's logits and
 the new states out, and the initial states from the category) or a char_transformer's trained model, run on START,
 the prefix and what was sampled so far at every step (causal: the logits at the last filled position are the

@@ -1,5 +1,5 @@
 """A reader's portable export (task `answer`): the encoder as ONNX or LiteRT, and around it in NumPy what its
-SavedModel does in the graph (`kpipe.preprocessing.answer_windows`, `kpipe.tasks.answer.serving`): word pieces with
+SavedModel does in the graph (`kpipe.preprocessing.answer_windows`, `kpipe.tasks.answer.signatures`): word pieces with
 their character offsets in the raw context, the overlapping windows, and the decoding (in each window a softmax over
 [CLS] and the context's pieces, the best start <= end pair within `max_answer_tokens`, the best window's span).
 Pinned to the SavedModel's answers in tests/e2e/test_answer_end_to_end.py."""

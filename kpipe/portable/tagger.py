@@ -1,6 +1,6 @@
 """A tagger's portable export (task `tag`, family `rnn_tagger`): the network (word, character and casing ids ->
 per-word scores) as ONNX or LiteRT, and around it in NumPy what its SavedModel does in the graph
-(`kpipe.preprocessing.tagging`, `kpipe.tasks.tag.serving`): the words split with their character offsets, the
+(`kpipe.preprocessing.tagging`, `kpipe.tasks.tag.signatures`): the words split with their character offsets, the
 three id tables, the CRF's Viterbi decoding and forward-backward marginals (or each word's best softmax tag), and
 the entities read as conlleval reads them. Pinned to the SavedModel's answers in tests/e2e/test_tag_portable.py."""
 

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from kpipe.cli.commands import main
 from kpipe.tasks.classify.members import Member
-from kpipe.tasks.classify.serving import ClassifierServing
+from kpipe.tasks.classify.signatures import ClassifierServing
 from kpipe.tasks.classify.ensemble import ensemble_weights
 from tests.helpers import synthetic_reviews
 

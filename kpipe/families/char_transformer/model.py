@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from kpipe.families.char_rnn.model import END, PAD, START, sample_next
+from kpipe.families.char_sampling import END, PAD, START, sample_next
 from kpipe.families.char_transformer.config import CharTransformerConfig
 from kpipe.layers.attention_variants import VariantTransformerEncoder
 

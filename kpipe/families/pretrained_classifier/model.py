@@ -11,7 +11,7 @@ from __future__ import annotations
 import keras
 
 from kpipe.families.pretrained_classifier.config import PretrainedClassifierConfig
-from kpipe.families.sentence_encoder.model import backbone_inputs, freeze_pooler, pool
+from kpipe.families.encoder_inputs import backbone_inputs, freeze_pooler, pool
 from kpipe.layers.classifier_head import probabilities_layer
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import keras
 
 from kpipe.families.pretrained_reader.config import PretrainedReaderConfig
-from kpipe.families.sentence_encoder.model import backbone_inputs, freeze_pooler
+from kpipe.families.encoder_inputs import backbone_inputs, freeze_pooler
 
 PADDING_LOGIT = -1e9
 

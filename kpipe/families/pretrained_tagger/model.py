@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import keras
 
+from kpipe.families.encoder_inputs import backbone_inputs
 from kpipe.families.pretrained_tagger.config import PretrainedTaggerConfig
 from kpipe.layers.crf import CRF
 
@@ -49,7 +50,7 @@ def build_pretrained_tagger(config: PretrainedTaggerConfig, backbone: keras.Mode
     if config.backbone_training == "frozen":
         backbone.trainable = False
     encoder = encoder_features(backbone, config.features)
-    inputs = {name: keras.Input((None,), dtype=tensor.dtype, name=name) for name, tensor in backbone.input.items()}
+    inputs = backbone_inputs(backbone)
     word_index = keras.Input((None,), dtype="int32", name="word_index")
     word_mask = keras.Input((None,), dtype="bool", name="word_mask")
     x = GatherWords(name="first_pieces")(encoder(inputs), word_index)

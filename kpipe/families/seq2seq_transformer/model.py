@@ -5,7 +5,7 @@ Encoder: `TokenAndPositionEmbedding` -> `TransformerEncoder` x N. Decoder: `Toke
 target vocabulary. Teacher forcing in training; padding masked on both sides (Keras masks from the embeddings,
 which keras-hub's layers read) and in the loss.
 
-Decoding (`kpipe.families.seq2seq_attention.decoding`) calls `encode` once and `step` once per target token,
+Decoding (`kpipe.families.seq2seq_decoding`) calls `encode` once and `step` once per target token,
 as for the recurrent family: here the decoder states are keras-hub's key/value caches (self-attention: the
 positions emitted so far; cross-attention: the source, computed once), so each step runs the decoder on one
 position. The transformer returns no attention weights to plot (zeros).

@@ -22,7 +22,7 @@ from kpipe.preprocessing.prefetch import prefetched
 from kpipe.pretrained import presets
 from kpipe.pretrained.inputs import trim_to_longest, wordpiece_settings
 from kpipe.tasks.answer.predict import BATCH, answers_of
-from kpipe.tasks.answer.serving import AnswerServing, write_reader_export
+from kpipe.tasks.answer.signatures import AnswerServing, write_reader_export
 from kpipe.tasks.registry import family_spec
 from kpipe.training.precision import in_float32
 from kpipe.training.run import Run

@@ -4,7 +4,7 @@ Families: a (Bi)LSTM/GRU on token ids, a transformer encoder on WordPiece sub-wo
 one-hidden-layer model on bag-of-n-grams features, a pretrained encoder, and ensembles of them (each
 family's training is in `members.py`, the ensemble's weighing in `ensemble.py`). Every run reports the model
 beside the TF-IDF + logistic regression baseline on the same split (`baselines.py`); the export is written
-by `serving.py`.
+by `signatures.py`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from kpipe.tasks.classify.baselines import (
 )
 from kpipe.tasks.classify.ensemble import train_ensemble
 from kpipe.tasks.classify.members import Member, train_member
-from kpipe.tasks.classify.serving import write_classifier_export
+from kpipe.tasks.classify.signatures import write_classifier_export
 from kpipe.training.run import Run
 
 log = logging.getLogger(__name__)

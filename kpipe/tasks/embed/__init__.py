@@ -1,1 +1,2 @@
-"""Sentence embeddings from a pretrained encoder: `run.py` (the linear probe), `serving.py` (the `embed` signature)."""
+"""Sentence embeddings from a pretrained encoder: `run.py` (the linear probe), `signatures.py` (the `embed`
+signature)."""

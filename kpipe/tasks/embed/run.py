@@ -27,7 +27,7 @@ from kpipe.families.sentence_encoder.model import build_sentence_encoder
 from kpipe.pretrained import inputs as pretrained_inputs
 from kpipe.pretrained import presets
 from kpipe.tasks.classify.baselines import comparison_table, tfidf_baseline_metrics
-from kpipe.tasks.embed.serving import SentenceEncoderServing, embed_by_length
+from kpipe.tasks.embed.signatures import SentenceEncoderServing, embed_by_length
 from kpipe.training.run import Run
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 `run_forecast` reads top to bottom as its stages: load the windows, train, decide on validation (the recurrent
 correction, the interval widths), optionally refit on training + validation, test beside the statistical
 baselines, publish. The stages that are not training live in `stages.py`; the export's signature in
-`serving.py`: raw windows in original units, (batch, window, features), in; the next `horizon` values of the
+`signatures.py`: raw windows in original units, (batch, window, features), in; the next `horizon` values of the
 target in original units, with 80 % and 95 % conformal prediction intervals, out.
 """
 
@@ -25,7 +25,7 @@ from kpipe.forecasting.intervals import LEVELS, conformal_half_widths, coverage
 from kpipe.forecasting.mstl_operator import fitted_mstl_operator
 from kpipe.preprocessing.configs import WindowConfig
 from kpipe.preprocessing.windows import Scaler, make_window_dataset, split_origins, window_arrays
-from kpipe.tasks.forecast.serving import write_forecaster_export
+from kpipe.tasks.forecast.signatures import write_forecaster_export
 from kpipe.tasks.forecast.stages import (
     ablated_forecasts,
     metrics_table,

@@ -1,2 +1,2 @@
-"""Character-level name generation: `run.py` trains, `serving.py` is the export's `generate` signature, `predict.py`
+"""Character-level name generation: `run.py` trains, `signatures.py` is the export's `generate` signature, `predict.py`
 samples from an export (no training code)."""

@@ -3,7 +3,7 @@ character bigram -> samples -> SavedModel.
 
 `_run_generate` reads top to bottom as its stages: load and cut the names, fit the characters, train, score the
 held-out likelihood beside the bigram, sample (novelty, a few per category), publish. The export's `generate`
-signature (`serving.py`): (prefix, count, temperature, category, top_k, seed) -> names, loadable with plain
+signature (`signatures.py`): (prefix, count, temperature, category, top_k, seed) -> names, loadable with plain
 `tf.saved_model.load(path).generate(...)`.
 """
 
@@ -23,7 +23,7 @@ from kpipe.layers.char_bigram import CharBigram
 from kpipe.preprocessing.configs import NamesPreprocessingConfig
 from kpipe.preprocessing.names import CharVocabulary, make_names_dataset, name_sequences, prepare_name
 from kpipe.tasks.registry import family_spec
-from kpipe.tasks.generate.serving import NameGeneratorServing, write_generator_export
+from kpipe.tasks.generate.signatures import NameGeneratorServing, write_generator_export
 from kpipe.training.run import Run
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from kpipe.preprocessing.byte_bpe import ByteBPE
 from kpipe.preprocessing.configs import LanguageModelPreprocessingConfig
 from kpipe.preprocessing.prefetch import prefetched
 from kpipe.tasks.lm.predict import scored
-from kpipe.tasks.lm.serving import BEAM_WIDTH, LanguageModelServing, write_language_model_export
+from kpipe.tasks.lm.signatures import BEAM_WIDTH, LanguageModelServing, write_language_model_export
 from kpipe.tasks.registry import family_spec
 from kpipe.training.run import Run
 

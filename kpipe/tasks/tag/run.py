@@ -19,7 +19,7 @@ from kpipe.preprocessing.tagging import TaggerInputs, fit_tables, make_tagging_d
 from kpipe.preprocessing.word_windows import WordPieceWindows
 from kpipe.pretrained import presets
 from kpipe.tasks.registry import family_spec
-from kpipe.tasks.tag.serving import TaggerServing, write_tagger_export
+from kpipe.tasks.tag.signatures import TaggerServing, write_tagger_export
 from kpipe.training.run import Run
 from kpipe.vectors.alignment import align_to_vocabulary
 from kpipe.vectors.word_vectors import load_word_vectors

@@ -1,4 +1,4 @@
 """Sequence to sequence (g2p, sentence translation): `run.py` trains, `validation.py` decodes and scores,
-`serving.py` is the export's `translate` signature, `predict.py` translates with an export (no training code)."""
+`signatures.py` is the export's `translate` signature, `predict.py` translates with an export (no training code)."""
 
 TRANSLATOR_FILE = "translator.json"  # token tables and decoding settings beside the SavedModel

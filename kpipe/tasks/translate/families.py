@@ -1,6 +1,6 @@
 """The translate task's model families: their sizes from the data, the builder the registry names for a config,
 and the parts class that reads a saved one back (both families' parts decode alike:
-`kpipe.families.seq2seq_attention.decoding`)."""
+`kpipe.families.seq2seq_decoding`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 `_run_translate` reads top to bottom as its stages: load the pairs, fit the token tables, train the member(s),
 choose the ensemble on validation, decode and score the test split (every distinct source once, scored against
 all its references: word/token error rates, and BLEU/chrF for sentences), publish. The export's `translate`
-signature (`serving.py`) takes a batch of raw strings and returns {"output": decoded strings, "attention":
+signature (`signatures.py`) takes a batch of raw strings and returns {"output": decoded strings, "attention":
 weights (batch, target_steps, source_steps)}; characters or words the model never saw map to the unknown token,
 and inputs longer than `preprocessing.max_source_length` tokens are cut.
 """
@@ -26,7 +26,7 @@ from kpipe.families.seq2seq_attention.model import Seq2SeqParts
 from kpipe.preprocessing.configs import PairPreprocessingConfig
 from kpipe.preprocessing.token_pairs import TokenTable, fit_tables, lengths, make_pair_dataset
 from kpipe.tasks.translate.families import build_translation_model, sized
-from kpipe.tasks.translate.serving import Translator, translate_batches, write_translator_export
+from kpipe.tasks.translate.signatures import Translator, translate_batches, write_translator_export
 from kpipe.tasks.translate.validation import ValidationDecoding, average_epochs, decode_and_score, tokenized
 from kpipe.training.checkpoint_averaging import EpochWeights
 from kpipe.training.loop import kept_epoch

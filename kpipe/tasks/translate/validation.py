@@ -10,7 +10,7 @@ from typing import Callable
 import keras
 
 from kpipe.evaluation.sequence_metrics import corpus_bleu, error_rates
-from kpipe.tasks.translate.serving import Translator, translate_batches
+from kpipe.tasks.translate.signatures import Translator, translate_batches
 from kpipe.training.checkpoint_averaging import EpochWeights, averaged_weights
 
 log = logging.getLogger(__name__)

@@ -1,1 +1,1 @@
-"""word2vec: `run.py` trains, `serving.py` writes the vectors and the `embed` signature."""
+"""word2vec: `run.py` trains, `signatures.py` writes the vectors and the `embed` signature."""

@@ -23,7 +23,7 @@ from kpipe.families.word2vec.sparse_sgd import SparseSGDTrainer, expand_shared_n
 from kpipe.preprocessing.configs import SkipGramConfig
 from kpipe.preprocessing.skipgrams import build_corpus, corpus_words, epoch_examples, make_skipgram_dataset
 from kpipe.tasks.registry import check_replicas, family_spec
-from kpipe.tasks.word2vec.serving import WordVectorServing, write_projector_files, write_word2vec_text
+from kpipe.tasks.word2vec.signatures import WordVectorServing, write_projector_files, write_word2vec_text
 from kpipe.training.run import Run
 from kpipe.vectors.word_vectors import WordVectors, write_glove_text
 

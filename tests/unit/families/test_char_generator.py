@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.layers.char_bigram import CharBigram
-from kpipe.families.char_rnn.model import END, START, CharSampler, build_char_generator
+from kpipe.families.char_rnn.model import CharSampler, build_char_generator
+from kpipe.families.char_sampling import END, START
 from kpipe.families.char_rnn.config import CharGeneratorConfig
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kpipe.families.char_rnn.model import END, START
+from kpipe.families.char_sampling import END, START
 from kpipe.families.char_transformer.config import CharTransformerConfig
 from kpipe.families.char_transformer.model import CharTransformerSampler, build_char_transformer
 

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from kpipe.families.seq2seq_attention.model import END, START, BahdanauAttention, Seq2SeqParts, build_seq2seq, decode_step, encode
 from kpipe.families.seq2seq_attention.config import Seq2SeqConfig
-from kpipe.families.seq2seq_attention.decoding import beam_decode, greedy_decode
+from kpipe.families.seq2seq_decoding import beam_decode, greedy_decode
 
 
 def test_attention_matches_the_additive_formula_in_numpy():

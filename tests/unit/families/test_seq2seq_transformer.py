@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kpipe.families.seq2seq_attention.decoding import beam_decode, greedy_decode
+from kpipe.families.seq2seq_decoding import beam_decode, greedy_decode
 from kpipe.families.seq2seq_attention.model import END, START
 from kpipe.families.seq2seq_transformer.config import Seq2SeqTransformerConfig
 from kpipe.families.seq2seq_transformer.model import TransformerParts, build_seq2seq_transformer

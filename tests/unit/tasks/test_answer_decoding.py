@@ -9,9 +9,9 @@ import tensorflow as tf
 
 from kpipe.families.pretrained_reader.model import MaskPositions
 from kpipe.preprocessing.answer_windows import AnswerWindows
-from kpipe.tasks.answer import serving as serving_module
+from kpipe.tasks.answer import signatures as serving_module
 from kpipe.portable.reader import N_BEST_MOST
-from kpipe.tasks.answer.serving import AnswerServing
+from kpipe.tasks.answer.signatures import AnswerServing
 from tests.helpers import VOCABULARY, WORDS
 
 MAX_ANSWER = 3

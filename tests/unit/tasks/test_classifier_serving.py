@@ -11,7 +11,7 @@ from kpipe.families.rnn_classifier.model import build_rnn_classifier
 from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.preprocessing.text import encode_texts, make_vectorizer
 from kpipe.tasks.classify.members import Member
-from kpipe.tasks.classify.serving import ClassifierServing
+from kpipe.tasks.classify.signatures import ClassifierServing
 
 WORDS = "good bad fine awful movie plot the a was it".split()
 

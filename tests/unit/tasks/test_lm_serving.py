@@ -10,7 +10,7 @@ from kpipe.families.gpt.config import GPTConfig
 from kpipe.families.rnn_lm.config import RNNLanguageModelConfig
 from kpipe.tasks.registry import family_spec
 from kpipe.preprocessing.byte_bpe import ByteBPE
-from kpipe.tasks.lm.serving import BEAM_WIDTH, LanguageModelServing
+from kpipe.tasks.lm.signatures import BEAM_WIDTH, LanguageModelServing
 
 TEXTS = ["In the beginning God created the heavens and the earth.", "And God said, let there be light.",
          "The earth was without form, and void; and darkness was upon the face of the deep."] * 10

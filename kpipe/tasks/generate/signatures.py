@@ -12,7 +12,7 @@ import tensorflow as tf
 from kpipe.evaluation import reporting
 from kpipe.exports import run_files, saved_model
 from kpipe.families.char_rnn.config import CharGeneratorConfig
-from kpipe.families.char_rnn.model import END, SPECIAL_TOKENS, UNKNOWN
+from kpipe.families.char_sampling import END, SPECIAL_TOKENS, UNKNOWN
 from kpipe.families.char_transformer.config import CharTransformerConfig
 from kpipe.preprocessing.configs import NamesPreprocessingConfig
 from kpipe.preprocessing.names import CharVocabulary

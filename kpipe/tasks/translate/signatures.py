@@ -14,7 +14,7 @@ from kpipe.evaluation import reporting
 from kpipe.exports import run_files, saved_model
 from kpipe.exports.open import call_in_batches
 from kpipe.families.seq2seq_attention.config import Seq2SeqConfig
-from kpipe.families.seq2seq_attention.decoding import decode
+from kpipe.families.seq2seq_decoding import decode
 from kpipe.families.seq2seq_attention.model import Seq2SeqParts
 from kpipe.preprocessing.configs import PairPreprocessingConfig
 from kpipe.preprocessing.token_pairs import TokenTable, pad_batch, source_ids

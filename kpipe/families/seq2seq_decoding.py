@@ -1,8 +1,8 @@
-"""Batched greedy and beam-search decoding for translation models, in graph mode.
+"""Batched greedy and beam-search decoding for translation models, in graph mode, shared by both translator
+families over one small protocol (`Decoder`: `encode`, `step` and an `output` layer).
 
-Both run the trained layer objects (`Seq2SeqParts`, or `TransformerParts` of the seq2seq_transformer family:
-anything with `encode(source)`, `step(tokens, states, encoder_outputs, source_mask)` and an `output` layer) one
-target step at a time inside a
+Both run the trained layer objects (`Seq2SeqParts` of seq2seq_attention, `TransformerParts` of
+seq2seq_transformer) one target step at a time inside a
 `tf.while_loop` (AutoGraph) for the whole batch, stop when every row has produced the end token
 (or after `max_length` steps), and return the ids (batch, max_length), padded with 0 after the
 end token, and the attention weights (batch, max_length, source_steps).
@@ -10,14 +10,27 @@ end token, and the attention weights (batch, max_length, source_steps).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Protocol, Sequence
 
 import tensorflow as tf
 
-from kpipe.families.seq2seq_attention.model import END, PAD, START, Seq2SeqParts
 from kpipe.tokens import SEQ2SEQ
 
+PAD, START, END = SEQ2SEQ.pad, SEQ2SEQ.start, SEQ2SEQ.end
+
 NEG_INF = -1e9
+
+
+class Decoder(Protocol):
+    """What decoding needs of a translator's trained layers."""
+
+    output: Any  # the output Dense layer: its `units` is the target vocabulary
+
+    def encode(self, source: tf.Tensor) -> tuple:
+        """(batch, source steps) ids -> (encoder outputs, source mask, the decoder's first states)."""
+
+    def step(self, tokens: tf.Tensor, states: Any, encoder_outputs: tf.Tensor, source_mask: tf.Tensor) -> tuple:
+        """One target token per row -> (next-token probabilities, new states, attention weights)."""
 
 
 def _never_emit(vocabulary_size: int) -> tf.Tensor:
@@ -30,11 +43,11 @@ def _same_shape(new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
     return tf.ensure_shape(new, old.shape)
 
 
-def _members(parts: Seq2SeqParts | Sequence[Seq2SeqParts]) -> list[Seq2SeqParts]:
+def _members(parts: Decoder | Sequence[Decoder]) -> list[Decoder]:
     return [parts] if hasattr(parts, "step") else list(parts)
 
 
-def greedy_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor,
+def greedy_decode(parts: Decoder | Sequence[Decoder], source: tf.Tensor,
                   max_length: int) -> tuple[tf.Tensor, tf.Tensor]:
     """The most likely next token at every step, for a batch of right-padded source ids.
 
@@ -71,7 +84,7 @@ def greedy_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tenso
     return ids, attention
 
 
-def beam_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor, max_length: int, beam_width: int,
+def beam_decode(parts: Decoder | Sequence[Decoder], source: tf.Tensor, max_length: int, beam_width: int,
                 length_penalty: float = 1.0) -> tuple[tf.Tensor, tf.Tensor]:
     """Beam search: keep the `beam_width` best partial outputs per row by summed log-probability;
     the result is the finished hypothesis with the best log-probability / length**length_penalty.
@@ -139,7 +152,7 @@ def beam_decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor,
     return tf.gather(ids, best, batch_dims=1), tf.gather(attention, best, batch_dims=1)
 
 
-def decode(parts: Seq2SeqParts | Sequence[Seq2SeqParts], source: tf.Tensor, max_length: int, beam_width: int = 1,
+def decode(parts: Decoder | Sequence[Decoder], source: tf.Tensor, max_length: int, beam_width: int = 1,
            length_penalty: float = 1.0) -> tuple[tf.Tensor, tf.Tensor]:
     """Greedy decoding for `beam_width` 1, beam search otherwise; several models decode as an ensemble."""
     if beam_width == 1:
