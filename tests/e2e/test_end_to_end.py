@@ -135,7 +135,8 @@ def test_imdb_glove_two_phase_schedule_runs_end_to_end(tmp_path, monkeypatch, ca
 # (kpipe.datasets.files, which reads the input file of `--file`, is input, not training), metrics, baselines,
 # the tuner, the task registry. (scikit-learn is not in the list: Keras imports it.)
 TRAINING_MODULES = ("kpipe.training", "kpipe.tasks.classify.run", "kpipe.tasks.classify.members",
-                    "kpipe.tasks.classify.ensemble", "kpipe.tasks.classify.baselines", "kpipe.tasks.registry",
+                    "kpipe.tasks.classify.train_ngrams", "kpipe.tasks.classify.train_pretrained",
+                    "kpipe.tasks.classify.train_sequence", "kpipe.tasks.classify.ensemble", "kpipe.tasks.classify.baselines", "kpipe.tasks.registry",
                     "kpipe.evaluation", "kpipe.datasets.text_classification", "kpipe.datasets.embedded",
                     "kpipe.tuning", "optuna")
 

@@ -12,7 +12,7 @@ from kpipe.errors import DataError
 from kpipe.families.transformer_classifier.config import TransformerClassifierConfig
 from kpipe.tasks.named_pipelines import load_pipeline
 from kpipe.tasks.runner import run_pipeline
-from kpipe.tasks.classify.members import pretraining_texts
+from kpipe.tasks.classify.train_sequence import pretraining_texts
 
 SMALL = ["data.limit=600", "training.epochs=1", "preprocessing.vocabulary_size=500", "model.hidden_dim=16",
          "model.intermediate_dim=32", "model.num_layers=1", "model.num_heads=2"]
@@ -80,7 +80,7 @@ def test_masked_token_accuracy_counts_masked_positions_only(tmp_path):
     from kpipe.preprocessing.configs import TextPreprocessingConfig
     from kpipe.preprocessing.text import fit_vocabulary, make_vectorizer
     from kpipe.training.run import Run
-    from kpipe.tasks.classify.members import pretrain_encoder
+    from kpipe.tasks.classify.train_sequence import pretrain_encoder
 
     pre = TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=30, sequence_length=16)
     texts = np.array([" ".join(["crew"] * n) for n in (1, 2, 3, 4)] * 64, dtype=object)

@@ -2,7 +2,7 @@
 
 Families: a (Bi)LSTM/GRU on token ids, a transformer encoder on WordPiece sub-words, a linear or
 one-hidden-layer model on bag-of-n-grams features, a pretrained encoder, and ensembles of them (each
-family's training is in `members.py`, the ensemble's weighing in `ensemble.py`). Every run reports the model
+family's trainer is a `train_*.py` module, the ensemble's weighing in `ensemble.py`). Every run reports the model
 beside the TF-IDF + logistic regression baseline on the same split (`baselines.py`); the export is written
 by `signatures.py`.
 """
