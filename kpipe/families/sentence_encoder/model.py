@@ -23,7 +23,8 @@ def build_sentence_encoder(config: SentenceEncoderConfig, backbone: keras.Model)
     backbone.trainable = False
     inputs = backbone_inputs(backbone)
     pooled = pool(backbone, inputs, config.pooling)
+    # float32 from here whatever the policy: embeddings in bfloat16 would keep 3 significant digits
     if config.normalize:
-        pooled = keras.layers.UnitNormalization(axis=-1, name="unit_length")(pooled)
-    pooled = keras.layers.Identity(name="sentence_embedding")(pooled)
+        pooled = keras.layers.UnitNormalization(axis=-1, name="unit_length", dtype="float32")(pooled)
+    pooled = keras.layers.Identity(name="sentence_embedding", dtype="float32")(pooled)
     return keras.Model(inputs, pooled, name="sentence_encoder")

@@ -47,14 +47,15 @@ class FamilyCase:
         return self.name
 
 
-def example_inputs(model: keras.Model, seed: int = 0):
+def example_inputs(model: keras.Model, seed: int = 0, length: int = 6):
     """A batch in the structure of `model.input` (one array, a list or a dict): small ids (1 or 2) for integer
-    inputs, all-ones padding masks, zero segment ids, normal values for float inputs."""
+    inputs, all-ones padding masks, zero segment ids, normal values for float inputs; `length` along every axis
+    the model leaves open (time steps)."""
     rng = np.random.default_rng(seed)
 
     def one(spec):
         name = spec.name.split(":")[0]
-        shape = [BATCH if i == 0 else (d or 6) for i, d in enumerate(spec.shape)]
+        shape = [BATCH if i == 0 else (d or length) for i, d in enumerate(spec.shape)]
         if name == "padding_mask":
             return np.ones(shape, str(spec.dtype))
         if name == "segment_ids":

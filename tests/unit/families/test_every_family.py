@@ -1,17 +1,20 @@
-"""The family harness (`harness.py`) run on every family: shapes, a training step, a SavedModel round trip, and the
-`.keras` round trip in a fresh process (kpipe's loader with nothing of kpipe imported before)."""
+"""The family harness (`harness.py`) run on every family: shapes at two sequence lengths, under the bfloat16 policy
+too, a training step, the config through TOML and back, a SavedModel round trip, and the `.keras` round trip in a
+fresh process (kpipe's loader with nothing of kpipe imported before)."""
 
 import json
 import pickle
 import re
 import subprocess
 import sys
+import tomllib
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from kpipe.config.strict import dumps_toml, from_dict, to_dict
 from kpipe.tasks.registry import TASKS
 from tests.unit.families.harness import FAMILY_CASES, NOT_ONE_MODEL, compiled, example_inputs, example_targets
 
@@ -34,6 +37,46 @@ def test_output_shape(case):
     assert len(out.shape) == len(case.output_shape), out.shape
     assert all(want is None or got == want for got, want in zip(out.shape, case.output_shape)), out.shape
     assert np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("case", FAMILY_CASES, ids=repr)
+def test_one_model_takes_batches_of_other_lengths(case):
+    """Batches are padded to their longest text, so one model sees many lengths (up to its positions, for the
+    families that learn them): an output along the time axis follows the input's length, any other keeps its shape."""
+    model = case.build()
+    usual = outputs_of(model, example_inputs(model, length=5)).shape
+    for length in (2, 3):
+        out = outputs_of(model, example_inputs(model, length=length))
+        expected = (usual[0], length, *usual[2:]) if usual[1:2] == (5,) else usual
+        assert out.shape == expected and np.isfinite(out).all(), (length, out.shape, expected)
+
+
+@pytest.fixture
+def bfloat16_policy():
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.parametrize("case", FAMILY_CASES, ids=repr)
+def test_under_the_bfloat16_policy_outputs_stay_float32_and_finite(case, bfloat16_policy):
+    """`training.precision = "auto"` trains in mixed bfloat16 where the CPU has it: every family must build under
+    that policy, compute in bfloat16 and give float32 outputs (a softmax or a loss in bfloat16 loses too much)."""
+    model = case.build()
+    assert any(layer.compute_dtype == "bfloat16" for layer in model._flatten_layers()), "nothing runs in bfloat16"
+    out = model(example_inputs(model), training=False)
+    assert keras.backend.standardize_dtype(out.dtype) == "float32", out.dtype
+    assert np.isfinite(keras.ops.convert_to_numpy(out)).all()
+
+
+FAMILY_CONFIGS = {family: cls for spec in TASKS.values() for family, cls in spec.models.items()}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_CONFIGS))
+def test_the_config_is_written_to_toml_and_read_back_equal(family):
+    config = FAMILY_CONFIGS[family]()
+    text = dumps_toml(to_dict(config))
+    assert from_dict(FAMILY_CONFIGS[family], tomllib.loads(text)) == config, text
 
 
 @pytest.mark.parametrize("case", FAMILY_CASES, ids=repr)
