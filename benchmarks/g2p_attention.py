@@ -29,11 +29,11 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from kpipe.datasets.pairs import load_pairs  # noqa: E402
+from kpipe.portable.export_files import TRANSLATOR_FILE  # noqa: E402
 from kpipe.tasks.named_pipelines import load_pipeline  # noqa: E402
 from kpipe.tasks.runner import run_pipeline  # noqa: E402
 from kpipe.preprocessing.token_pairs import TokenTable  # noqa: E402
 from kpipe.evaluation.sequence_metrics import error_rates  # noqa: E402
-from kpipe.tasks.translate import TRANSLATOR_FILE  # noqa: E402
 from kpipe.tasks.translate.signatures import Translator, load_members, translate_batches  # noqa: E402
 
 

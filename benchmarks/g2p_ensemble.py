@@ -21,9 +21,9 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from kpipe.datasets.pairs import load_pairs  # noqa: E402
+from kpipe.portable.export_files import TRANSLATOR_FILE  # noqa: E402
 from kpipe.tasks.named_pipelines import load_pipeline  # noqa: E402
 from kpipe.preprocessing.token_pairs import TokenTable  # noqa: E402
-from kpipe.tasks.translate import TRANSLATOR_FILE  # noqa: E402
 from kpipe.tasks.translate.signatures import Translator, load_members  # noqa: E402
 from kpipe.tasks.translate.validation import decode_and_score  # noqa: E402
 

@@ -41,7 +41,8 @@ def main():
     from kpipe.exports.portable import export_portable
     from kpipe.exports.saved_model import load_saved_model
     from kpipe.portable.language_model import PortableLanguageModel
-    from kpipe.preprocessing.byte_bpe import TOKENIZER_FILE, ByteBPE
+    from kpipe.preprocessing.byte_bpe import ByteBPE
+    from kpipe.portable.export_files import TOKENIZER_FILE
     from kpipe.tasks.lm.predict import scored
 
     lines = [line for line in Path(args.text).read_text(encoding="utf-8").splitlines() if line.split()]

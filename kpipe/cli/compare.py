@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Sequence
 
+from kpipe.portable.export_files import CONFIG_FILE, METRICS_FILE
 from kpipe.exports import manifest, versions
 from kpipe.errors import KpipeError
 
@@ -51,8 +52,8 @@ def lookup(tree: dict, dotted: str):
 
 def read_run(folder: Path) -> RunRecord:
     info = manifest.read(folder)
-    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-    config_file = folder / "config.toml"
+    metrics = json.loads((folder / METRICS_FILE).read_text(encoding="utf-8"))
+    config_file = folder / CONFIG_FILE
     config = flatten(tomllib.loads(config_file.read_text(encoding="utf-8"))) if config_file.is_file() else {}
     label = f"{info.get('pipeline') or folder.parent.name}/{folder.name}"
     return RunRecord(label, folder, info["task"], metrics, config, metrics.get("history") or [])

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from kpipe.cli.commands import import_tensorflow_quietly
 from kpipe.errors import KpipeError
-from kpipe.portable.runtime import MANIFEST_FILE, is_portable
+from kpipe.portable.export_files import MANIFEST_FILE
+from kpipe.portable.runtime import is_portable
 
 SENTENCE_ENCODERS = ("classify", "embed")  # the tasks whose exports can have an `embed` signature
 
@@ -242,7 +243,7 @@ def _predict_shards(args) -> int:
 def model_identity(model_dir) -> str:
     """Which export answered: its resolved folder and its manifest's stamp (a republished version differs)."""
     folder = Path(model_dir).resolve()
-    stamp = (folder / "kpipe.json").stat().st_mtime_ns if (folder / "kpipe.json").exists() else 0
+    stamp = (folder / MANIFEST_FILE).stat().st_mtime_ns if (folder / MANIFEST_FILE).exists() else 0
     return f"{folder} ({stamp})"
 
 

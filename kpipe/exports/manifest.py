@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Iterable
 
 from kpipe.errors import KpipeError
+from kpipe.portable.export_files import MANIFEST_FILE
 
-MANIFEST_FILE = "kpipe.json"
 FORMAT = 1
 
 def answering_command(manifest: dict, folder: Path | str) -> str:

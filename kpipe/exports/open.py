@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from kpipe.portable.export_files import KERAS_MODEL_FILE
 from kpipe.exports import keras_private
 from kpipe.errors import ModelNotFoundError
 from kpipe.exports import manifest
@@ -58,7 +59,7 @@ def _load_saved_model(path: Path):
     return load_saved_model(path)
 
 
-def load_keras_model_file(path: Path, name: str = "model.keras"):
+def load_keras_model_file(path: Path, name: str = KERAS_MODEL_FILE):
     """`path/name` (an export's model.keras, or an ensemble member's), with kpipe's (and keras-hub's) custom
     classes registered, without its optimizer."""
     import keras

@@ -26,20 +26,15 @@ from pathlib import Path
 
 from kpipe.atomic import fsync_tree, publish_folder
 from kpipe.errors import KpipeError
+from kpipe.portable.export_files import CONFIG_FILE, CRF_FILE, GENERATOR_FILE, KERAS_MODEL_FILE, LABELS_FILE, LM_SETTINGS_FILE, METRICS_FILE, MODEL_FILES, MULTI_LABEL_FILE, PREPROCESSING_FILE, READER_FILE, TABLES_FILE, TAGS_FILE, TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_FILE, WORDS_FILE
 from kpipe.exports import manifest
 from kpipe.exports.portable_networks import write_network
-from kpipe.portable.runtime import PREPROCESSING_FILE
-from kpipe.portable.generator import GENERATOR_FILE
 from kpipe.tasks.registry import TASKS
-from kpipe.portable.language_model import SETTINGS_FILE
-from kpipe.portable.tagger import TABLES_FILE, TAGS_FILE
-from kpipe.preprocessing.byte_bpe import TOKENIZER_FILE
 from kpipe.exports.versions import tmp_name, resolve_model_dir
 
 log = logging.getLogger(__name__)
 
 QUANTIZATIONS = {"onnx": ("none", "int8"), "litert": ("none", "float16", "int8")}
-MODEL_FILES = {"onnx": "model.onnx", "litert": "model.tflite"}
 # A LiteRT tagger's words per sentence (its masked recurrent loop converts with static shapes only): CoNLL-2003's
 # longest sentence has 124; the ONNX export takes any length
 LITERT_MAX_WORDS = 128
@@ -87,7 +82,7 @@ def plan_portable(model: str | Path, fmt: str, quantize: str = "none",
                     if any(f.portable for f in task.families)]
         raise KpipeError(f"{source} is a {found.get('task')} export of family {found.get('family')}, which kpipe "
                          f"export does not write yet; it writes ONNX and LiteRT for {'; '.join(exported)}")
-    config = tomllib.loads((source / "config.toml").read_text(encoding="utf-8"))
+    config = tomllib.loads((source / CONFIG_FILE).read_text(encoding="utf-8"))
     if config.get("data", {}).get("text_pair_column", ""):
         raise KpipeError(f"{source} classifies pairs of texts; kpipe export handles single texts only")
     target = source.parent / portable_name(source.name, fmt, quantize)
@@ -112,7 +107,7 @@ def write_portable(plan: PortablePlan) -> Path:
                          member.get("settings")):
                 if name:
                     shutil.copy2(source / name, tmp / name)
-        for name in ("labels.txt", "multi_label.json", "features.json"):
+        for name in (LABELS_FILE, MULTI_LABEL_FILE, "features.json"):
             if (source / name).exists():
                 shutil.copy2(source / name, tmp / name)
         (tmp / PREPROCESSING_FILE).write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
@@ -136,38 +131,38 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
     ensemble lists its members with their weights (chosen on validation, from the export's metrics.json)."""
     pre, model = config["preprocessing"], config["model"]
     if config.get("task") == "generate":
-        common = {"generator": GENERATOR_FILE, "keras": "model.keras", "network": MODEL_FILES[fmt],
+        common = {"generator": GENERATOR_FILE, "keras": KERAS_MODEL_FILE, "network": MODEL_FILES[fmt],
                   "sequence_length": pre["max_length"] + 1}
         if model["family"] == "char_rnn":  # one step of the cells per call (kpipe.families.char_rnn.step_network)
             start = f"start_{MODEL_FILES[fmt]}" if model.get("conditioning") == "initial_state" else ""
             return {"kind": "char_steps", **common, "start": start}
         return {"kind": "chars", **common}  # the transformer: START, the prefix and the characters so far -> logits
     if config.get("task") == "answer":  # the encoder; windows, offsets and decoding in NumPy (kpipe.portable.reader)
-        return {"kind": "reader", "keras": "model.keras", "network": MODEL_FILES[fmt], "vocabulary": "vocabulary.txt",
-                "wordpiece": "wordpiece.json", "reader": "reader.json", "sequence_length": pre["sequence_length"]}
+        return {"kind": "reader", "keras": KERAS_MODEL_FILE, "network": MODEL_FILES[fmt], "vocabulary": VOCABULARY_FILE,
+                "wordpiece": WORDPIECE_FILE, "reader": READER_FILE, "sequence_length": pre["sequence_length"]}
     if config.get("task") == "lm":  # a decoder step; tokenizing and sampling in NumPy (kpipe.portable.language_model)
-        return {"kind": "lm_steps", "keras": "model.keras", "network": MODEL_FILES[fmt], "tokenizer": TOKENIZER_FILE,
-                "settings": SETTINGS_FILE}
+        return {"kind": "lm_steps", "keras": KERAS_MODEL_FILE, "network": MODEL_FILES[fmt], "tokenizer": TOKENIZER_FILE,
+                "settings": LM_SETTINGS_FILE}
     if config.get("task") == "tag":  # words split, looked up and decoded (Viterbi) in NumPy (kpipe.portable.tagger)
         if not (source / TABLES_FILE).exists():
             raise KpipeError(f"{source} has no {TABLES_FILE} (its word and character tables): an older kpipe exported "
                              "it; run the pipeline again with this kpipe to export it")
-        return {"kind": "tagger", "keras": "model.keras", "network": MODEL_FILES[fmt], "tables": TABLES_FILE,
-                "tags": TAGS_FILE, "crf": "crf.npz" if model.get("output") == "crf" else "",
+        return {"kind": "tagger", "keras": KERAS_MODEL_FILE, "network": MODEL_FILES[fmt], "tables": TABLES_FILE,
+                "tags": TAGS_FILE, "crf": CRF_FILE if model.get("output") == "crf" else "",
                 "lowercase": pre["lowercase"], "max_word_length": pre["max_word_length"],
                 "max_words": LITERT_MAX_WORDS if fmt == "litert" else 0}
     if config.get("task") == "word2vec":  # words looked up in the vocabulary, the vectors' rows gathered
-        return {"kind": "word_lookup", "words": "words.txt", "keras": "model.keras", "network": MODEL_FILES[fmt]}
+        return {"kind": "word_lookup", "words": WORDS_FILE, "keras": KERAS_MODEL_FILE, "network": MODEL_FILES[fmt]}
     if model["family"] == "rnn_forecaster":  # raw windows: scaled, forecast and unscaled by the runtime
         features = json.loads((source / "features.json").read_text(encoding="utf-8"))
         return {"kind": "windows", "window": features["window"], "num_features": len(features["features"]),
-                "features": "features.json", "keras": "model.keras", "network": MODEL_FILES[fmt]}
+                "features": "features.json", "keras": KERAS_MODEL_FILE, "network": MODEL_FILES[fmt]}
     if model["family"] != "ensemble":
         return member_spec(source, pre, model, "", fmt)
     if model.get("sequence_members", 1) != 1:
         raise KpipeError(f"{source} is an ensemble of several sequence members, of which the export keeps one Keras "
                          "model; kpipe export handles ensembles with one sequence member")
-    report = json.loads((source / "metrics.json").read_text(encoding="utf-8"))["ensemble"]
+    report = json.loads((source / METRICS_FILE).read_text(encoding="utf-8"))["ensemble"]
     ngram, recurrent = report["ngram_weight"], report.get("recurrent_weight", 0.0)
     members = [{**member_spec(source, pre, model["ngrams"], "ngrams", fmt), "weight": ngram}]
     if model.get("recurrent"):

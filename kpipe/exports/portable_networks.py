@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kpipe.portable.export_files import CONFIG_FILE, PROJECTOR_METADATA_FILE
 from kpipe.exports.onnx_recurrent import recurrent_onnx
 
 
@@ -158,7 +159,7 @@ def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: d
     if spec["kind"] == "word_lookup":
         (path.parent / spec["words"]).write_text(  # the vectors' words in row order, from metadata.tsv
             "".join(line.split("\t")[0] + "\n" for line in
-                    (keras_file.parent / "metadata.tsv").read_text(encoding="utf-8").splitlines()[1:]),
+                    (keras_file.parent / PROJECTOR_METADATA_FILE).read_text(encoding="utf-8").splitlines()[1:]),
             encoding="utf-8")
     model = word_vectors_network(keras_file) if spec["kind"] == "word_lookup" else network(keras_file)
     if spec.get("crf"):  # the chain's scores, for the NumPy Viterbi (the network returns the emissions)
@@ -176,12 +177,12 @@ def language_model_step(keras_file: Path):
     import tomllib
 
     from kpipe.families.lm_step_network import step_network
-    from kpipe.portable.language_model import SETTINGS_FILE
+    from kpipe.portable.export_files import LM_SETTINGS_FILE
     from kpipe.tasks.registry import family_spec, parse_pipeline_config
 
     folder = keras_file.parent
-    config = parse_pipeline_config(tomllib.loads((folder / "config.toml").read_text(encoding="utf-8")))
-    settings = json.loads((folder / SETTINGS_FILE).read_text(encoding="utf-8"))
+    config = parse_pipeline_config(tomllib.loads((folder / CONFIG_FILE).read_text(encoding="utf-8")))
+    settings = json.loads((folder / LM_SETTINGS_FILE).read_text(encoding="utf-8"))
     model_config = dataclasses.replace(config.model, vocabulary_size=settings["vocabulary_size"])
     trained = network(keras_file)
     decoder = family_spec("lm", model_config.family).decoding()(trained, model_config)

@@ -7,6 +7,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
+from kpipe.portable.export_files import CONFIG_FILE, CURVES_FILE, HISTORY_FILE, KERAS_MODEL_FILE, METRICS_FILE
 
 
 TRASH_PREFIX = ".trash-"
@@ -54,7 +55,7 @@ def write_history_csv(history: list[dict], path: Path) -> None:
 
 def copy_run_logs(work_dir: Path, export_dir: Path, history: list[dict]) -> None:
     """Write a run's per-epoch history and copy its TensorBoard logs from its work folder into its export."""
-    write_history_csv(history, export_dir / "history.csv")
+    write_history_csv(history, export_dir / HISTORY_FILE)
     source = work_dir / "tensorboard"
     try:
         shutil.copytree(source, export_dir / "tensorboard")
@@ -71,9 +72,9 @@ def write_run_files(path: Path, *, model, config, metrics: dict, history: list[d
     training curves and the run's logs (history.csv, tensorboard/)."""
     from kpipe.evaluation import reporting
 
-    model.save(path / "model.keras")
-    (path / "config.toml").write_text(config.to_toml(), encoding="utf-8")
-    reporting.write_json(metrics, path / "metrics.json")
+    model.save(path / KERAS_MODEL_FILE)
+    (path / CONFIG_FILE).write_text(config.to_toml(), encoding="utf-8")
+    reporting.write_json(metrics, path / METRICS_FILE)
     if history:
-        reporting.plot_training_curves(history, path / "training_curves.png", title=config.name)
+        reporting.plot_training_curves(history, path / CURVES_FILE, title=config.name)
     copy_run_logs(work_dir, path, history)

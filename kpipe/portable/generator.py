@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from kpipe.errors import KpipeError, did_you_mean
-from kpipe.portable.runtime import PREPROCESSING_FILE, Network, PortableExport, inside
+from kpipe.portable.export_files import GENERATOR_FILE, PREPROCESSING_FILE
+from kpipe.portable.runtime import Network, PortableExport, inside
 from kpipe.tokens import CHARS
 
-GENERATOR_FILE = "generator.json"  # beside a generator's SavedModel and portable export: characters, categories, ...
 NEVER_SAMPLED = CHARS.never_emitted  # padding, START and UNKNOWN
 # How each id renders in a name: the reserved ids as nothing (UNKNOWN as "?"), then the export's characters
 SPECIAL_CHARS = tuple("?" if i == CHARS.unknown else "" for i in range(CHARS.count))

@@ -19,10 +19,10 @@ from typing import Sequence
 import numpy as np
 
 from kpipe.errors import KpipeError
+from kpipe.portable.export_files import PREPROCESSING_FILE
 from kpipe.portable.byte_bpe import fast_tokenizer
-from kpipe.portable.runtime import PREPROCESSING_FILE, Network, PortableExport, inside
+from kpipe.portable.runtime import Network, PortableExport, inside
 
-SETTINGS_FILE = "language_model.json"  # beside a language model's SavedModel: its context length and vocabulary size
 END_OF_TEXT = "<|endoftext|>"  # as kpipe.preprocessing.byte_bpe names it: starts every document, ends every text
 DEFAULT_NEW_TOKENS = 64  # the SavedModel's default (kpipe.tasks.lm.signatures)
 STATE_INPUT = re.compile(r"state_(\d+)")  # the step network's cache inputs (kpipe.families.lm_step_network)

@@ -14,7 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
-from kpipe.portable.runtime import PREPROCESSING_FILE, Network, PortableExport, inside
+from kpipe.portable.export_files import PREPROCESSING_FILE
+from kpipe.portable.runtime import Network, PortableExport, inside
 from kpipe.portable.wordpiece import WordPieceIds, casefold, is_cjk, is_punctuation, is_whitespace
 
 WINDOW_CHUNK = 64  # windows per network call (the SavedModel's chunk): bounded memory for long contexts

@@ -20,11 +20,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from kpipe.errors import KpipeError, MissingDependencyError
+from kpipe.portable.export_files import LABELS_FILE, MANIFEST_FILE, PREPROCESSING_FILE
 from kpipe.portable.text import NgramCounts, WordIds
 from kpipe.portable.wordpiece import WordPieceIds
 
-MANIFEST_FILE = "kpipe.json"  # as kpipe.exports.manifest names it (that module is a layer above this one)
-PREPROCESSING_FILE = "preprocessing.json"  # the networks and their text preprocessing (kpipe.exports.portable)
 ONNX_TYPES = {"tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(bool)": np.bool_,
               "tensor(float)": np.float32}
 RUNTIMES = {"onnx": ("onnxruntime", "pip install onnxruntime"),
@@ -283,7 +282,7 @@ class PortableClassifier(PortableExport):
         spec = json.loads((folder / PREPROCESSING_FILE).read_text(encoding="utf-8"))
         fmt = self.manifest["format"]
         self.members = [member(folder, m, fmt) for m in (spec["members"] if spec["kind"] == "ensemble" else [spec])]
-        self.label_names = (folder / "labels.txt").read_text(encoding="utf-8").splitlines()
+        self.label_names = (folder / LABELS_FILE).read_text(encoding="utf-8").splitlines()
         multi_label = self.manifest.get("multi_label")
         self.thresholds = np.asarray(multi_label["thresholds"], np.float32) if multi_label else None
         self.separator = multi_label["separator"] if multi_label else "|"

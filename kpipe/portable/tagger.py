@@ -14,10 +14,9 @@ from typing import Sequence
 import numpy as np
 
 from kpipe.errors import KpipeError
-from kpipe.portable.runtime import PREPROCESSING_FILE, Network, PortableExport, inside
+from kpipe.portable.export_files import PREPROCESSING_FILE
+from kpipe.portable.runtime import Network, PortableExport, inside
 
-TAGS_FILE = "tags.json"  # a tagger export's tag names (id order) and the scheme its training files were written in
-TABLES_FILE = "tagger_tables.json"  # an rnn_tagger's word and character tables (ids from 2, in list order)
 PAD, UNKNOWN = 0, 1  # as kpipe.preprocessing.tagging numbers them
 WHITESPACE = frozenset("\t\n\f\r ")  # RE2's \s, which the graph's split drops
 CASING_OTHER = 6  # one past the five classes of kpipe.preprocessing.tagging.CASING_PATTERNS

@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 END_OF_TEXT = "<|endoftext|>"  # id 0: starts every document, ends every generation
-TOKENIZER_FILE = "tokenizer.json"  # beside the SavedModel: the vocabulary and merges
 
 
 @dataclasses.dataclass(frozen=True)

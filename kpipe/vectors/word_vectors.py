@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 from typing import Sequence
 import numpy as np
+from kpipe.portable.export_files import VECTORS_FILE, VOCABULARY_FILE
 from kpipe.vectors import cache
 from kpipe.datasets.embedded import package_dir
 from kpipe.errors import DataError, KpipeError, did_you_mean
@@ -316,7 +317,7 @@ def word_vectors_of(source: str, export_dir: str | Path = "saved_models") -> Wor
     path = resolve_model_dir(source, export_dir)
     task = manifest.read(path).get("task")
     if task == "word2vec":
-        return load_word_vectors(str(path / "vectors.txt"))
+        return load_word_vectors(str(path / VECTORS_FILE))
     if task == "classify":
         return classifier_word_vectors(path)
     raise KpipeError(f"{path} is a {task} export, which has no word vectors; use glove:6B.50d, a vectors file, "
@@ -331,7 +332,7 @@ def classifier_word_vectors(model_dir: str | Path, export_dir: str | Path = "sav
     opened = open_export(model_dir, task="classify", command="kpipe neighbors --model", export_dir=export_dir,
                          load="keras")
     path = opened.path
-    vocabulary = (path / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    vocabulary = (path / VOCABULARY_FILE).read_text(encoding="utf-8").split("\n")[:-1]
     table = _token_embedding_table(opened.loaded, path)
     # Leave out the reserved tokens: WordPiece's [PAD] [CLS] [SEP] [UNK] [MASK], or the words' "" and [UNK].
     reserved = len(WORDPIECE_RESERVED if vocabulary[:len(WORDPIECE_RESERVED)] == WORDPIECE_RESERVED

@@ -31,7 +31,7 @@ def test_ensemble_keeps_the_members_that_decode_the_validation_split_best(ensemb
     from kpipe.tasks.named_pipelines import load_pipeline
     from kpipe.preprocessing.token_pairs import TokenTable
     from kpipe.evaluation.sequence_metrics import error_rates
-    from kpipe.tasks.translate import TRANSLATOR_FILE
+    from kpipe.portable.export_files import TRANSLATOR_FILE
     from kpipe.tasks.translate.signatures import Translator, load_members, translate_batches
 
     folder, export = ensemble_exported

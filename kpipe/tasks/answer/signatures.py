@@ -21,10 +21,10 @@ import keras
 import tensorflow as tf
 
 from kpipe.evaluation import reporting
+from kpipe.portable.export_files import ANSWERS_FILE, READER_FILE, VOCABULARY_FILE, WORDPIECE_FILE
 from kpipe.exports import run_files, saved_model
 from kpipe.portable.reader import N_BEST_MOST
 from kpipe.preprocessing.answer_windows import AnswerWindows
-from kpipe.tasks.answer import ANSWERS_FILE, READER_FILE
 
 NOT_ALLOWED = -1e9
 WINDOW_CHUNK = 64  # windows the encoder reads per call inside the graph: bounds one request's memory
@@ -174,7 +174,7 @@ def write_reader_export(path: Path, *, model: keras.Model, serving: AnswerServin
                           "max_question_tokens": pre.max_question_tokens, "max_answer_tokens": pre.max_answer_tokens,
                           "unanswerable": serving.unanswerable,
                           "no_answer_threshold": float(serving.no_answer_threshold.numpy())}, path / READER_FILE)
-    (path / "vocabulary.txt").write_text("".join(token + "\n" for token in vocabulary), encoding="utf-8")
-    reporting.write_json(wordpiece, path / "wordpiece.json")
+    (path / VOCABULARY_FILE).write_text("".join(token + "\n" for token in vocabulary), encoding="utf-8")
+    reporting.write_json(wordpiece, path / WORDPIECE_FILE)
     with open(path / ANSWERS_FILE, "w", encoding="utf-8") as out:
         out.writelines(json.dumps(answer, ensure_ascii=False) + "\n" for answer in answers)

@@ -3,4 +3,3 @@ each family to its trainer (`train_ngrams.py`, `train_sequence.py`, `train_pretr
 lists them), `ensemble.py` weighs members, `baselines.py` fits the baselines, `signatures.py` writes the export, `predict.py` classifies with an export (no
 training code)."""
 
-MULTI_LABEL_FILE = "multi_label.json"  # label names, thresholds and separator of a multi-label export

@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 import tensorflow as tf
 
 from kpipe.cache import keep_xla_programs
+from kpipe.portable.export_files import LABELS_FILE
 from kpipe.exports.open import call_in_batches, open_export
 
 
@@ -36,7 +37,7 @@ def load_classifier(model: str | Path, export_dir: str | Path = "saved_models"):
     """
     keep_xla_programs()  # before the export's compiled members first compile
     opened = open_export(model, task="classify", command="kpipe predict", export_dir=export_dir)
-    return opened.loaded, (opened.path / "labels.txt").read_text(encoding="utf-8").splitlines()
+    return opened.loaded, (opened.path / LABELS_FILE).read_text(encoding="utf-8").splitlines()
 
 
 def predict_texts(model: str | Path, texts: Sequence[str], export_dir: str | Path = "saved_models",

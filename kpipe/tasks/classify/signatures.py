@@ -14,10 +14,10 @@ import tensorflow as tf
 
 from kpipe.config.pipeline import PipelineConfig
 from kpipe.evaluation import reporting
+from kpipe.portable.export_files import LABELS_FILE, MULTI_LABEL_FILE, VOCABULARY_FILE
 from kpipe.exports import manifest, run_files, saved_model
 from kpipe.layers.masked_pooling import MaskedMeanPooling
 from kpipe.preprocessing.ngrams import NgramFeatures
-from kpipe.tasks.classify import MULTI_LABEL_FILE
 from kpipe.tasks.classify.members import Member
 
 
@@ -127,13 +127,13 @@ def write_classifier_export(path: Path, *, members: Sequence[Member], weights: S
     history = [h for member in members for h in member.history]
     run_files.write_run_files(path, model=main.model, config=config, metrics=metrics, history=history,
                            work_dir=work_dir)
-    (path / "labels.txt").write_text("\n".join(label_names) + "\n", encoding="utf-8")
+    (path / LABELS_FILE).write_text("\n".join(label_names) + "\n", encoding="utf-8")
     if thresholds is not None:  # several labels per text: each label's decision threshold, in the manifest too
         multi_label = {"labels": list(label_names), "thresholds": [round(float(t), 4) for t in thresholds],
                        "separator": separator}
         reporting.write_json(multi_label, path / MULTI_LABEL_FILE)
         manifest.update(path, multi_label=multi_label)
-    (path / "vocabulary.txt").write_text("\n".join(main.vocabulary) + "\n", encoding="utf-8")
+    (path / VOCABULARY_FILE).write_text("\n".join(main.vocabulary) + "\n", encoding="utf-8")
     for member in members[:-1]:
         if member.role:  # an ensemble's n-gram and recurrent members, beside the main model
             member.model.save(path / f"{member.role}_model.keras")

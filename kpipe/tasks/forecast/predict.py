@@ -14,10 +14,10 @@ import pandas as pd
 from kpipe.datasets import files
 from kpipe.datasets.time_series import check_times, numeric_columns
 from kpipe.errors import DataError
+from kpipe.portable.export_files import FEATURES_FILE
 from kpipe.exports.open import open_export
 from kpipe.forecasting.intervals import LEVELS
 from kpipe.portable.runtime import PortableForecaster, is_portable
-from kpipe.tasks.forecast import FEATURES_FILE
 
 
 @dataclasses.dataclass(frozen=True)

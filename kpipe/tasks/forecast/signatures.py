@@ -15,10 +15,10 @@ import tensorflow as tf
 from kpipe.config.pipeline import PipelineConfig
 from kpipe.datasets.time_series import TimeSeries
 from kpipe.evaluation import reporting
+from kpipe.portable.export_files import FEATURES_FILE
 from kpipe.exports import run_files, saved_model
 from kpipe.preprocessing.configs import WindowConfig
 from kpipe.preprocessing.windows import Scaler
-from kpipe.tasks.forecast import FEATURES_FILE
 
 
 class ForecasterServing(tf.Module):

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from kpipe.portable.export_files import GENERATOR_FILE
 from kpipe.exports.open import open_export
-from kpipe.portable.generator import GENERATOR_FILE, PortableGenerator, check_generate_arguments
+from kpipe.portable.generator import PortableGenerator, check_generate_arguments
 from kpipe.portable.runtime import is_portable
 
 

@@ -10,13 +10,14 @@ import keras
 import tensorflow as tf
 
 from kpipe.evaluation import reporting
+from kpipe.portable.export_files import GENERATOR_FILE
 from kpipe.exports import run_files, saved_model
 from kpipe.families.char_rnn.config import CharGeneratorConfig
 from kpipe.families.char_sampling import END, SPECIAL_TOKENS, UNKNOWN
 from kpipe.families.char_transformer.config import CharTransformerConfig
 from kpipe.preprocessing.configs import NamesPreprocessingConfig
 from kpipe.preprocessing.names import CharVocabulary
-from kpipe.portable.generator import GENERATOR_FILE, SPECIAL_CHARS
+from kpipe.portable.generator import SPECIAL_CHARS
 from kpipe.tasks.registry import family_spec
 
 

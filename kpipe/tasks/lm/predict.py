@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from kpipe.errors import KpipeError
-from kpipe.portable.language_model import SETTINGS_FILE
+from kpipe.portable.export_files import LM_SETTINGS_FILE
 
 SCORE_BATCH = 16
 
@@ -54,7 +54,7 @@ class SamplerSettings:
 
 
 def export_settings(model_dir: Path) -> dict:
-    return json.loads((Path(model_dir) / SETTINGS_FILE).read_text(encoding="utf-8"))
+    return json.loads((Path(model_dir) / LM_SETTINGS_FILE).read_text(encoding="utf-8"))
 
 
 def check_prompts(model_dir: Path, prompts: list[str], settings: SamplerSettings) -> None:
@@ -63,7 +63,8 @@ def check_prompts(model_dir: Path, prompts: list[str], settings: SamplerSettings
     Raises:
         KpipeError: top_k above the vocabulary, a prompt (plus max_new_tokens) longer than the context.
     """
-    from kpipe.preprocessing.byte_bpe import TOKENIZER_FILE, ByteBPE
+    from kpipe.preprocessing.byte_bpe import ByteBPE
+    from kpipe.portable.export_files import TOKENIZER_FILE
 
     saved = export_settings(model_dir)
     context, vocabulary = saved["sequence_length"], saved["vocabulary_size"]

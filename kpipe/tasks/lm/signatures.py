@@ -19,9 +19,9 @@ import keras_hub
 import tensorflow as tf
 
 from kpipe.evaluation import reporting
+from kpipe.portable.export_files import LM_SETTINGS_FILE, TOKENIZER_FILE
 from kpipe.exports import manifest, run_files, saved_model
-from kpipe.preprocessing.byte_bpe import TOKENIZER_FILE, ByteBPE
-from kpipe.portable.language_model import SETTINGS_FILE
+from kpipe.preprocessing.byte_bpe import ByteBPE
 
 DEFAULT_NEW_TOKENS = 64
 BEAM_WIDTH = 4  # the `beam_search` signature's beams (keras-hub's BeamSampler takes it when the graph is built)
@@ -192,4 +192,4 @@ def write_language_model_export(path: Path, *, model: keras.Model, serving: Lang
     bpe.save(path / TOKENIZER_FILE)
     manifest.update(path, warm_up_rows=1)  # the server's warm-up: one row traces all a SavedModel needs
     reporting.write_json({"sequence_length": serving.sequence_length, "vocabulary_size": bpe.size},
-                         path / SETTINGS_FILE)
+                         path / LM_SETTINGS_FILE)

@@ -12,9 +12,9 @@ import keras
 import tensorflow as tf
 
 from kpipe.evaluation import reporting
+from kpipe.portable.export_files import TABLES_FILE, TAGS_FILE
 from kpipe.exports import run_files, saved_model
 from kpipe.preprocessing.tagging import TaggerInputs, split_words
-from kpipe.portable.tagger import TABLES_FILE, TAGS_FILE
 
 
 class TaggerServing(tf.Module):

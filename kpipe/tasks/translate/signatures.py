@@ -11,6 +11,7 @@ import keras
 import tensorflow as tf
 
 from kpipe.evaluation import reporting
+from kpipe.portable.export_files import KERAS_MODEL_FILE, TRANSLATOR_FILE
 from kpipe.exports import run_files, saved_model
 from kpipe.exports.open import call_in_batches
 from kpipe.families.seq2seq_attention.config import Seq2SeqConfig
@@ -18,7 +19,6 @@ from kpipe.families.seq2seq_decoding import decode
 from kpipe.families.seq2seq_attention.model import Seq2SeqParts
 from kpipe.preprocessing.configs import PairPreprocessingConfig
 from kpipe.preprocessing.token_pairs import TokenTable, pad_batch, source_ids
-from kpipe.tasks.translate import TRANSLATOR_FILE
 from kpipe.tasks.translate.families import parts_of
 
 
@@ -57,7 +57,7 @@ def translate_batches(translator: Translator, texts: list[str], batch_size: int 
 
 def member_file(number: int) -> str:
     """The file of an exported ensemble's member `number` (1-based) beside the SavedModel."""
-    return "model.keras" if number == 1 else f"member{number}.keras"
+    return KERAS_MODEL_FILE if number == 1 else f"member{number}.keras"
 
 
 def load_members(export_dir: str | Path) -> list[Seq2SeqParts]:

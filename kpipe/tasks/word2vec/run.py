@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from kpipe.config.pipeline import PipelineConfig, RunResult
 from kpipe.datasets.corpus import load_corpus
+from kpipe.portable.export_files import VECTORS_FILE
 from kpipe.exports import run_files, saved_model
 from kpipe.families.word2vec.config import Word2VecConfig
 from kpipe.families.word2vec.model import negative_sampling_loss
@@ -84,7 +85,7 @@ def _run_word2vec(run: Run, config: PipelineConfig) -> RunResult:
     def write(path: Path) -> None:
         serving = WordVectorServing(vectors)
         saved_model.write_saved_model(path, tracked=[serving], endpoints={"embed": serving.embed})
-        write_glove_text(vectors, path / "vectors.txt")
+        write_glove_text(vectors, path / VECTORS_FILE)
         write_word2vec_text(vectors, path / "vectors.w2v.txt")
         write_projector_files(vectors, corpus.counts, path)
         run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=run.work_dir)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from kpipe.portable.export_files import PROJECTOR_METADATA_FILE, PROJECTOR_VECTORS_FILE
 from kpipe.vectors.word_vectors import WordVectors
 
 
@@ -39,8 +40,8 @@ def write_word2vec_text(vectors: WordVectors, path: Path) -> Path:
 
 def write_projector_files(vectors: WordVectors, counts: np.ndarray, folder: Path) -> None:
     """vectors.tsv and metadata.tsv for projector.tensorflow.org or TensorBoard's projector."""
-    np.savetxt(folder / "vectors.tsv", vectors.matrix, delimiter="\t", fmt="%.6g")
-    with (folder / "metadata.tsv").open("w", encoding="utf-8") as f:
+    np.savetxt(folder / PROJECTOR_VECTORS_FILE, vectors.matrix, delimiter="\t", fmt="%.6g")
+    with (folder / PROJECTOR_METADATA_FILE).open("w", encoding="utf-8") as f:
         f.write("word\tcount\n")
         for word, count in zip(vectors.words, counts):
             f.write(f"{word}\t{count}\n")
