@@ -22,7 +22,8 @@ import numpy as np
 
 from kpipe.errors import KpipeError, did_you_mean
 from kpipe.portable.export_files import GENERATOR_FILE, PREPROCESSING_FILE
-from kpipe.portable.runtime import Network, PortableExport, inside
+from kpipe.portable.network import open_network
+from kpipe.portable.runtime import PortableExport, inside
 from kpipe.tokens import CHARS
 
 NEVER_SAMPLED = CHARS.never_emitted  # padding, START and UNKNOWN
@@ -87,9 +88,9 @@ class PortableGenerator(PortableExport):
         self.spec = json.loads((folder / GENERATOR_FILE).read_text(encoding="utf-8"))
         self.length = int(pre["sequence_length"])  # START and up to max_length characters
         fmt = self.manifest["format"]
-        self.network = Network(inside(folder, pre["network"]), fmt)
+        self.network = open_network(inside(folder, pre["network"]), fmt)
         self.stepped = pre["kind"] == "char_steps"  # one step of an RNN's cells per call, else the whole sequence
-        self.start = Network(inside(folder, pre["start"]), fmt) if pre.get("start") else None
+        self.start = open_network(inside(folder, pre["start"]), fmt) if pre.get("start") else None
         if self.stepped:  # its states, as the step network declares them: state_<layer>_<h or c>, h first
             found = {match.group(0): shape for name, shape in self.network.input_shapes().items()
                      if (match := STATE_INPUT.search(name))}

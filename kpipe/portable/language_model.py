@@ -21,7 +21,8 @@ import numpy as np
 from kpipe.errors import KpipeError
 from kpipe.portable.export_files import PREPROCESSING_FILE
 from kpipe.portable.byte_bpe import fast_tokenizer
-from kpipe.portable.runtime import Network, PortableExport, inside
+from kpipe.portable.network import open_network
+from kpipe.portable.runtime import PortableExport, inside
 
 END_OF_TEXT = "<|endoftext|>"  # as kpipe.preprocessing.byte_bpe names it: starts every document, ends every text
 DEFAULT_NEW_TOKENS = 64  # the SavedModel's default (kpipe.tasks.lm.signatures)
@@ -57,7 +58,7 @@ class PortableLanguageModel(PortableExport):
         self.end_of_text = saved["vocabulary"][END_OF_TEXT]
         settings = json.loads(inside(folder, spec["settings"]).read_text(encoding="utf-8"))
         self.sequence_length, self.vocabulary_size = settings["sequence_length"], settings["vocabulary_size"]
-        self.network = Network(inside(folder, spec["network"]), self.manifest["format"])
+        self.network = open_network(inside(folder, spec["network"]), self.manifest["format"])
         # the decoder's cache as the network's state_N inputs (in its outputs' order), with their shapes
         found = {int(STATE_INPUT.search(name).group(1)): shape for name, shape in self.network.input_shapes().items()
                  if STATE_INPUT.search(name)}

@@ -15,7 +15,8 @@ from typing import Sequence
 import numpy as np
 
 from kpipe.portable.export_files import PREPROCESSING_FILE
-from kpipe.portable.runtime import Network, PortableExport, inside
+from kpipe.portable.network import open_network
+from kpipe.portable.runtime import PortableExport, inside
 from kpipe.portable.wordpiece import WordPieceIds, casefold, is_cjk, is_punctuation, is_whitespace
 
 WINDOW_CHUNK = 64  # windows per network call (the SavedModel's chunk): bounded memory for long contexts
@@ -84,7 +85,7 @@ class PortableReader(PortableExport):
         self.max_question, self.max_answer = settings["max_question_tokens"], settings["max_answer_tokens"]
         self.unanswerable = settings["unanswerable"]
         self.no_answer_threshold = settings.get("no_answer_threshold", 0.0)  # exports before it had none: 0
-        self.network = Network(inside(folder, spec["network"]), self.manifest["format"],
+        self.network = open_network(inside(folder, spec["network"]), self.manifest["format"],
                                threads=min(4, os.cpu_count() or 1))
 
     def windows(self, question: str, context: str) -> tuple[list[list[int]], list[list[int]], tuple, int]:

@@ -12,23 +12,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
-import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from kpipe.errors import KpipeError, MissingDependencyError
+from kpipe.errors import KpipeError
 from kpipe.portable.export_files import LABELS_FILE, MANIFEST_FILE, PREPROCESSING_FILE
+from kpipe.portable.network import RUNTIMES, Network, open_network
 from kpipe.portable.text import NgramCounts, WordIds
 from kpipe.portable.wordpiece import WordPieceIds
-
-ONNX_TYPES = {"tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(bool)": np.bool_,
-              "tensor(float)": np.float32}
-RUNTIMES = {"onnx": ("onnxruntime", "pip install onnxruntime"),
-            "litert": ("ai_edge_litert", "pip install ai-edge-litert")}
-
 
 def is_portable(folder: str | Path) -> bool:
     """Whether `folder` holds a portable export (read from its manifest, without loading anything)."""
@@ -49,143 +42,6 @@ class PortablePrediction:
     probabilities: dict[str, float]
     labels: tuple[str, ...] | None = None
     text_pair: str | None = None
-
-
-class Network:
-    """The exported network in its runtime: `__call__(inputs (batch, ...)) -> (batch, outputs)` float32."""
-
-    def __init__(self, path: Path, fmt: str, xnnpack_resizes: bool = True, threads: int | None = None):
-        """`xnnpack_resizes`: whether LiteRT's default (XNNPack) delegate can run this network when its inputs are
-        resized per call (an encoder's can; the n-gram lookup's cannot). `threads`: LiteRT's threads for one call
-        (None: its default; more helps an encoder, 8.4 -> 7.5 ms for a MiniLM on 2 cores, and slows a small
-        BiLSTM, 0.33 -> 0.73 ms)."""
-        module, install = RUNTIMES[fmt]
-        self.fmt = fmt
-        # A LiteRT interpreter must be used by one thread at a time (its docstring): a server answers from several,
-        # and without the lock one client's rows are set while another's are invoked (swapped answers), or a
-        # resize frees buffers a running kernel reads. onnxruntime's `run` is thread-safe.
-        self.lock = threading.Lock()
-        self.fixed_length = 0  # LiteRT networks converted with static shapes take ids padded to this length
-        try:
-            if fmt == "onnx":
-                import onnxruntime
-
-                options = onnxruntime.SessionOptions()
-                options.log_severity_level = 3
-                self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-                self.input_names = sorted((i.name for i in self.session.get_inputs()), key=_input_order)
-            else:
-                from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
-                self.interpreter = Interpreter(model_path=str(path), num_threads=threads)
-                signatures = [d["shape_signature"] for d in self.interpreter.get_input_details()]
-                if any(-1 in s for s in signatures) and not xnnpack_resizes:
-                    # inputs resized per text (n-grams): the XNNPack delegate cannot reshape these graphs
-                    self.interpreter = Interpreter(
-                        model_path=str(path), num_threads=threads,
-                        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-                if signatures and len(signatures[0]) == 2 and -1 not in signatures[0]:
-                    self.fixed_length = int(signatures[0][1])
-                self.interpreter.allocate_tensors()
-                self.output_index = self.interpreter.get_output_details()[0]["index"]
-        except ImportError:
-            raise MissingDependencyError(f"{path} runs with {module}, which is not installed; {install}") from None
-
-    def __call__(self, *inputs) -> np.ndarray:
-        """The network on `inputs` (one array, the n-gram ids and values, or one dict of named arrays), batch
-        first."""
-        if len(inputs) == 1 and isinstance(inputs[0], dict):  # a pretrained encoder's named inputs
-            return self._named(inputs[0])
-        if self.fmt == "onnx":
-            return self.session.run(None, dict(zip(self.input_names, inputs)))[0]
-
-        def set_row(i: int) -> None:  # under self.lock (`_each_row`)
-            details, rows_i = self._inputs(), [array[i:i + 1] for array in inputs]
-            if any(tuple(d["shape"]) != row.shape for d, row in zip(details, rows_i)):  # n-grams: another length
-                for detail, row in zip(details, rows_i):
-                    self.interpreter.resize_tensor_input(detail["index"], row.shape)
-                self.interpreter.allocate_tensors()
-                details = self._inputs()
-            for detail, row in zip(details, rows_i):
-                self.interpreter.set_tensor(detail["index"], row)
-        return self._each_row(len(inputs[0]), set_row)
-
-    def _named(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
-        """Named inputs, each cast to the dtype the network declares for it (matched by name)."""
-        if self.fmt == "onnx":
-            found = {i.name: i.type for i in self.session.get_inputs()}
-            feed = {}
-            for name, kind in found.items():
-                array = next(a for key, a in inputs.items() if key in name)
-                feed[name] = array.astype(ONNX_TYPES[kind])
-            return self.session.run(None, feed)[0]
-
-        def set_row(i: int) -> None:  # under self.lock (`_each_row`)
-            details = self.interpreter.get_input_details()
-            rows = [next(a for key, a in inputs.items() if key in d["name"])[i:i + 1] for d in details]
-            if any(tuple(d["shape"]) != row.shape for d, row in zip(details, rows)):  # another length
-                for detail, row in zip(details, rows):
-                    self.interpreter.resize_tensor_input(detail["index"], row.shape)
-                self.interpreter.allocate_tensors()
-                details = self.interpreter.get_input_details()
-            for detail, row in zip(details, rows):
-                self.interpreter.set_tensor(detail["index"], row.astype(detail["dtype"]))
-        return self._each_row(len(next(iter(inputs.values()))), set_row)
-
-    def outputs(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        """Every output of a network of any batch size (a generator's step), in the order its model listed them,
-        for the inputs it declares (matched by name; the others are left out: a converter drops unused inputs)."""
-        if self.fmt == "onnx":
-            declared = [i.name for i in self.session.get_inputs()]
-            return self.session.run(None, {name: inputs[name] for name in declared})
-        with self.lock:
-            return self._litert_outputs(inputs)
-
-    def _litert_outputs(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        details = self.interpreter.get_input_details()
-        if any(tuple(d["shape"]) != inputs[_declared(d["name"], inputs)].shape for d in details):
-            for detail in details:
-                self.interpreter.resize_tensor_input(detail["index"], inputs[_declared(detail["name"], inputs)].shape)
-            self.interpreter.allocate_tensors()
-        for detail in self.interpreter.get_input_details():
-            self.interpreter.set_tensor(detail["index"], inputs[_declared(detail["name"], inputs)])
-        self.interpreter.invoke()
-        # the converter names a function's outputs Identity, Identity_1, ... in their order
-        ordered = sorted(self.interpreter.get_output_details(),
-                         key=lambda d: int(re.search(r"_(\d+)$", d["name"]).group(1)) if re.search(r"_\d+$", d["name"])
-                         else 0)
-        return [self.interpreter.get_tensor(d["index"]).copy() for d in ordered]
-
-    def input_shapes(self) -> dict[str, tuple]:
-        """The network's inputs by name (as its runtime names them), with their declared shapes."""
-        return ({i.name: tuple(i.shape) for i in self.session.get_inputs()} if self.fmt == "onnx" else
-                {d["name"]: tuple(d["shape_signature"]) for d in self.interpreter.get_input_details()})
-
-    def _each_row(self, count: int, set_row) -> np.ndarray:
-        """LiteRT answers one text per call (recurrent networks convert with static shapes only; the others are
-        resized to each text's length)."""
-        rows = []
-        with self.lock:  # the whole batch: set, invoke and read each row with no other thread in between
-            for i in range(count):
-                set_row(i)
-                self.interpreter.invoke()
-                rows.append(self.interpreter.get_tensor(self.output_index)[0].copy())
-        return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
-
-    def _inputs(self) -> list[dict]:
-        """The input details in the order the exporter declared them (ids before values)."""
-        return sorted(self.interpreter.get_input_details(), key=lambda d: _input_order(d["name"]))
-
-
-def _declared(name: str, inputs: dict) -> str:
-    """The key of `inputs` a LiteRT input named `name` takes (the converter may prefix the names)."""
-    return name if name in inputs else next(key for key in inputs if name.endswith(key) or f"_{key}:" in name)
-
-
-def _input_order(name: str) -> tuple:
-    """The networks' inputs in the order the runtime passes them: token ids, or n-gram ids then their values
-    (the converters name and order inputs their own way)."""
-    return "values" in name, name
 
 
 @dataclasses.dataclass
@@ -232,7 +88,7 @@ def member(folder: Path, spec: dict, fmt: str) -> Member:
         preprocess = NgramCounts(vocabulary, np.load(inside(folder, spec["idf"])), standardize=spec["standardize"],
                                  split=spec["split"], ngrams=spec["ngrams"], char_ngrams=spec["char_ngrams"],
                                  weighting=spec["weighting"])
-    network = Network(inside(folder, spec["network"]), fmt, xnnpack_resizes=spec["kind"] != "ngram_counts",
+    network = open_network(inside(folder, spec["network"]), fmt, xnnpack_resizes=spec["kind"] != "ngram_counts",
                       threads=min(4, os.cpu_count() or 1) if spec["kind"] == "wordpiece" else None)
     return Member(preprocess, network, float(spec.get("weight", 1.0)))
 
@@ -342,7 +198,7 @@ class PortableForecaster(PortableExport):
         self.scale = np.asarray(self.spec["scaler_scale"], np.float32)
         self.half_widths = {int(level): np.asarray(w, np.float32)
                             for level, w in self.spec.get("interval_half_widths", {}).items()}
-        self.network = Network(inside(folder, self.manifest["network_files"][0]), self.manifest["format"])
+        self.network = open_network(inside(folder, self.manifest["network_files"][0]), self.manifest["format"])
 
     def serve(self, window: np.ndarray) -> dict[str, np.ndarray]:
         """`window` (batch, window, features) in original units -> {"forecast", "lower_80", "upper_80", ...}, each
@@ -366,7 +222,7 @@ class PortableWordVectors(PortableExport):
         spec = json.loads((folder / PREPROCESSING_FILE).read_text(encoding="utf-8"))
         words = inside(folder, spec["words"]).read_text(encoding="utf-8").split("\n")[:-1]
         self.index = {word: i for i, word in enumerate(words)}
-        self.network = Network(inside(folder, spec["network"]), self.manifest["format"])
+        self.network = open_network(inside(folder, spec["network"]), self.manifest["format"])
         self.dim = int(np.asarray(self.network(np.zeros(1, np.int32))).shape[-1])
 
     def embed(self, words: Sequence[str]) -> np.ndarray:

@@ -15,7 +15,8 @@ import numpy as np
 
 from kpipe.errors import KpipeError
 from kpipe.portable.export_files import PREPROCESSING_FILE
-from kpipe.portable.runtime import Network, PortableExport, inside
+from kpipe.portable.network import open_network
+from kpipe.portable.runtime import PortableExport, inside
 
 PAD, UNKNOWN = 0, 1  # as kpipe.preprocessing.tagging numbers them
 WHITESPACE = frozenset("\t\n\f\r ")  # RE2's \s, which the graph's split drops
@@ -161,7 +162,7 @@ class PortableTagger(PortableExport):
             with np.load(inside(folder, spec["crf"])) as chain:
                 self.crf = tuple(chain[name].astype(np.float32) for name in ("transitions", "start", "end"))
         self.max_words = spec.get("max_words", 0)  # LiteRT: one sentence per call, padded to this many words
-        self.network = Network(inside(folder, spec["network"]), self.manifest["format"])
+        self.network = open_network(inside(folder, spec["network"]), self.manifest["format"])
 
     def scores(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
         """The network's per-word scores (batch, longest, tags): the CRF's emissions or the softmax's.

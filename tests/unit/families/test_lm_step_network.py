@@ -11,7 +11,7 @@ import tensorflow as tf
 from kpipe.exports.portable_networks import write_keras_network
 from kpipe.families.gpt.config import GPTConfig
 from kpipe.families.lm_step_network import step_network
-from kpipe.portable.runtime import Network
+from kpipe.portable.network import open_network
 from kpipe.tasks.registry import family_spec
 
 CONTEXT = 12
@@ -29,7 +29,7 @@ def test_linear_attentions_step_network_in_onnx_gives_the_models_logits_at_every
     path = tmp_path / "step.onnx"
     write_keras_network(step_network(model, spec.decoding()(model, config), CONTEXT), path, "onnx", "none",
                         {"kind": "lm_steps"})
-    network = Network(path, "onnx")
+    network = open_network(path, "onnx")
     shapes = network.input_shapes()
     names = sorted((name for name in shapes if name.startswith("state_")), key=lambda name: int(name[6:]))
     states = {name: np.zeros((1, *shapes[name][1:]), np.float32) for name in names}
