@@ -4,15 +4,11 @@ it) and written as ONNX or LiteRT, quantized as asked."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 from pathlib import Path
 
 import numpy as np
 
 from kpipe.portable.export_files import CONFIG_FILE, PROJECTOR_METADATA_FILE
-from kpipe.exports.onnx_recurrent import recurrent_onnx
 
 
 def word_vectors_network(keras_file: Path):
@@ -99,51 +95,6 @@ def _without_dropout(config):
     return config
 
 
-def quantize_onnx(path: Path, weight_only: bool) -> None:
-    """Rewrite the ONNX network at `path` with int8 weights, per channel. onnxruntime's dynamic quantization also
-    quantizes each matrix product's activations (uint8, per tensor, at run time): fine for recurrent and n-gram
-    networks, but a transformer's feed-forward activations have outliers (97.7 % of a MiniLM's labels kept).
-    So an encoder's products get int8 weights in blocks of 128 (`MatMulNBits`), each block of activations
-    quantized on its own (99.7-100 % of a MiniLM's labels kept), and its embedding tables int8 rows."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    plain = path.with_suffix(".float.onnx")
-    path.rename(plain)
-    source = plain
-    try:
-        if weight_only:
-            import onnx
-            from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
-
-            # accuracy_level 4: the products computed in int8, activations quantized per block of 128 at run time
-            # (level 0 computes in float from dequantized weights: no faster than the float network here)
-            quantizer = MatMulNBitsQuantizer(onnx.load(str(plain)), bits=8, block_size=128, is_symmetric=True,
-                                             accuracy_level=4, op_types_to_quantize=("MatMul",))
-            with _quiet("onnxruntime.quantization.matmul_nbits_quantizer"):
-                quantizer.process()
-            source = path.with_suffix(".weights.onnx")
-            quantizer.model.save_model_to_file(str(source), False)
-        # it prints the graph's shapes it infers, and logs each tensor it leaves in float through the root logger
-        with contextlib.redirect_stdout(io.StringIO()), _quiet("", below=logging.ERROR):
-            quantize_dynamic(str(source), str(path), weight_type=QuantType.QInt8, per_channel=True,
-                             op_types_to_quantize=["Gather"] if weight_only else None)
-    finally:
-        for leftover in {plain, source}:
-            leftover.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def _quiet(logger: str, below: int = logging.WARNING):
-    """The named logger silenced below `below` (onnxruntime's weight quantizer logs a line per node at INFO)."""
-    found = logging.getLogger(logger)
-    level = found.level
-    found.setLevel(below)
-    try:
-        yield
-    finally:
-        found.setLevel(level)
-
-
 def write_network(keras_file: Path, path: Path, fmt: str, quantize: str, spec: dict) -> None:
     if spec["kind"] == "char_steps":
         from kpipe.families.char_rnn.step_network import start_network, step_network
@@ -192,65 +143,10 @@ def language_model_step(keras_file: Path):
 def write_keras_network(model, path: Path, fmt: str, quantize: str, spec: dict) -> None:
     """`model` written to `path` as `fmt`, quantized as `quantize`, its inputs as `spec`'s kind needs them."""
     if fmt == "onnx":
-        fused = recurrent_onnx(model) if spec["kind"] == "word_ids" else None
-        if fused is not None:  # ONNX's own LSTM/GRU operators: one kernel per layer instead of a Loop
-            import onnx
+        from kpipe.exports.onnx_writer import write_onnx
 
-            onnx.save(fused, str(path))
-        else:
-            model.export(str(path), format="onnx", verbose=False)
-        if quantize == "int8":
-            quantize_onnx(path, weight_only=spec["kind"] in ("wordpiece", "reader"))
-        return
-    import tensorflow as tf
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+        write_onnx(model, path, quantize, spec)
+    else:
+        from kpipe.exports.litert_writer import write_litert
 
-    if spec["kind"] == "word_ids":  # a masked recurrent loop converts with static shapes only
-        function = tf.function(lambda x: model(x, training=False),
-                               input_signature=[tf.TensorSpec([1, spec["sequence_length"]], tf.int32)])
-    elif spec["kind"] in ("wordpiece", "reader"):  # an encoder: inputs by name, any length (the runtime resizes them)
-        named = model.input if isinstance(model.input, dict) else {"token_ids": model.input}
-        signature = {name: tf.TensorSpec([1, None], tf.as_dtype(str(tensor.dtype)), name=name)
-                     for name, tensor in named.items()}
-        if isinstance(model.input, dict):
-            function = tf.function(lambda inputs: model(inputs, training=False), input_signature=[signature])
-        else:  # kpipe's transformer: token ids alone
-            function = tf.function(lambda ids: model(ids, training=False), input_signature=[signature["token_ids"]])
-    elif spec["kind"] == "chars":  # a generator: one name per call, padded (a masked recurrent loop converts only so)
-        function = tf.function(lambda chars, category: model([chars, category], training=False), input_signature=[
-            tf.TensorSpec([1, spec["sequence_length"]], tf.int32, name="chars"),
-            tf.TensorSpec([1], tf.int32, name="category")])
-    elif spec["kind"] in ("char_steps", "lm_steps"):  # a step (or start): any batch, outputs in the model's order
-        named = model.input if isinstance(model.input, dict) else {"category": model.input}
-        signature = [tf.TensorSpec([None, *tensor.shape[1:]], tf.as_dtype(str(tensor.dtype)), name=name)
-                     for name, tensor in named.items()]
-
-        def listed(*tensors):
-            found = model(dict(zip(named, tensors)) if len(named) > 1 else tensors[0], training=False)
-            return tuple(found) if isinstance(found, (list, tuple)) else (found,)
-        function = tf.function(listed, input_signature=signature)
-    elif spec["kind"] == "tagger":  # one sentence per call, padded (a masked recurrent loop converts only so)
-        named = model.input
-        sizes = {"words": [1, spec["max_words"]], "chars": [1, spec["max_words"], spec["max_word_length"]],
-                 "casing": [1, spec["max_words"]]}
-        signature = [tf.TensorSpec(sizes[name], tf.int32, name=name) for name in named]
-        function = tf.function(lambda *tensors: model(dict(zip(named, tensors)), training=False),
-                               input_signature=signature)
-    elif spec["kind"] == "word_lookup":  # one word per call
-        function = tf.function(lambda ids: model(ids, training=False),
-                               input_signature=[tf.TensorSpec([1], tf.int32)])
-    elif spec["kind"] == "windows":  # so does the forecaster's
-        function = tf.function(lambda x: model(x, training=False), input_signature=[
-            tf.TensorSpec([1, spec["window"], spec["num_features"]], tf.float32)])
-    else:  # a lookup and a sum: any number of n-grams (the runtime resizes the input when a text has more)
-        function = tf.function(lambda ids, values: model([ids, values], training=False),
-                               input_signature=[tf.TensorSpec([1, None], tf.int32),
-                                                tf.TensorSpec([1, None], tf.float32)])
-    converter = tf.lite.TFLiteConverter.from_concrete_functions(
-        [convert_variables_to_constants_v2(function.get_concrete_function())])
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]  # what ai-edge-litert runs alone
-    if quantize in ("int8", "float16"):
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]  # int8 weights: dynamic range
-    if quantize == "float16":
-        converter.target_spec.supported_types = [tf.float16]
-    path.write_bytes(converter.convert())
+        write_litert(model, path, quantize, spec)
