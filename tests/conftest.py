@@ -1,4 +1,5 @@
-"""Shared fixtures (helpers are in tests/helpers.py). No test touches the network."""
+"""Shared fixtures (the helpers they use: tests/helpers.py, checkpoints.py, made_up_data.py, clusters.py, servers.py). No
+test touches the network."""
 
 import dataclasses
 import json
@@ -30,7 +31,8 @@ keep_xla_programs()
 import filelock
 import pytest
 
-from tests.helpers import kpipe, kpipe_in_process, new_user_env, synthetic_reviews
+from tests.helpers import kpipe, kpipe_in_process, new_user_env
+from tests.made_up_data import synthetic_reviews
 
 # Small runs that several test files read: trained once per test session, whichever xdist worker asks first.
 SHARED_RUNS = {

@@ -12,8 +12,9 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
-from tests.helpers import (SMALL, kpipe_in_process, write_hugging_face_checkpoint, write_reversal_pairs,
-                           write_squad_json)
+from tests.checkpoints import write_hugging_face_checkpoint
+from tests.helpers import kpipe_in_process
+from tests.made_up_data import SMALL, write_reversal_pairs, write_squad_json
 
 # the quick run of docs/tasks/forecast.md too (tests/e2e/test_docs.py reuses this run for it)
 FORECAST_QUICK = ["--set", "preprocessing.window=96", "--set", "preprocessing.horizon=12", "--set",

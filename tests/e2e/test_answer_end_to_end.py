@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe_without, squad_articles
+from tests.helpers import kpipe_without
+from tests.made_up_data import squad_articles
 
 pytestmark = pytest.mark.slow
 

@@ -54,7 +54,7 @@ def checkpoint(tmp_path_factory):
     """A tiny BERT preset with MiniLM's 512 positions (the pipelines' sequence lengths are checked against it)."""
     import keras_hub
 
-    from tests.helpers import VOCABULARY
+    from tests.checkpoints import VOCABULARY
 
     folder = str(tmp_path_factory.mktemp("checkpoint") / "preset")
     keras_hub.models.BertBackbone(vocabulary_size=len(VOCABULARY), num_layers=1, num_heads=2, hidden_dim=8,

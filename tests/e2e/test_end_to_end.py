@@ -80,7 +80,7 @@ def test_pretrained_frozen_embedding_is_loaded_and_stays_fixed(tmp_path, monkeyp
     import keras
 
     from kpipe.vectors.word_vectors import load_word_vectors
-    from tests.helpers import NEGATIVE, POSITIVE, synthetic_reviews
+    from tests.made_up_data import NEGATIVE, POSITIVE, synthetic_reviews
 
     synthetic_reviews(400).to_csv(tmp_path / "reviews.csv", index=False)
     rng = np.random.default_rng(0)
@@ -106,7 +106,7 @@ def test_imdb_glove_two_phase_schedule_runs_end_to_end(tmp_path, monkeypatch, ca
     import keras
 
     from kpipe.vectors.word_vectors import load_word_vectors
-    from tests.helpers import NEGATIVE, POSITIVE, synthetic_reviews
+    from tests.made_up_data import NEGATIVE, POSITIVE, synthetic_reviews
 
     synthetic_reviews(400).to_csv(tmp_path / "reviews.csv", index=False)
     rng = np.random.default_rng(1)

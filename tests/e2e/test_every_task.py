@@ -12,7 +12,7 @@ import pytest
 from kpipe.cli.commands import main
 from kpipe.tasks.registry import TASKS
 from tests.e2e.task_harness import TASK_CASES, inputs_of
-from tests.helpers import served_in_thread
+from tests.servers import served_in_thread
 
 
 def test_every_registered_task_has_a_case():

@@ -12,7 +12,8 @@ from kpipe.cli.commands import main
 from kpipe.tasks.named_pipelines import load_pipeline
 from kpipe.tasks.runner import run_pipeline
 from tests.e2e.task_harness import FORECAST_QUICK
-from tests.helpers import kpipe, served_in_thread
+from tests.helpers import kpipe
+from tests.servers import served_in_thread
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from kpipe.cli.commands import main
-from tests.helpers import synthetic_reviews
+from tests.made_up_data import synthetic_reviews
 
 pytestmark = pytest.mark.slow
 RUN = ["run", "imdb-bigrams", "--data", "reviews.csv", "--set", "training.epochs=2", "--set",

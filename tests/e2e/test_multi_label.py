@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe_in_process, served_in_thread
+from tests.helpers import kpipe_in_process
+from tests.servers import served_in_thread
 
 pytestmark = pytest.mark.slow
 TOPICS = {"politics": ["vote", "senate", "election", "law"], "sports": ["goal", "match", "team", "score"],

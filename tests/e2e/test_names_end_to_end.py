@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe, kpipe_in_process, kpipe_without, served, served_in_thread
+from tests.helpers import kpipe, kpipe_in_process, kpipe_without
+from tests.servers import served, served_in_thread
 
 pytestmark = pytest.mark.slow
 

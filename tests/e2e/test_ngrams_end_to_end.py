@@ -14,7 +14,7 @@ from kpipe.cli.commands import main
 from kpipe.tasks.classify.members import Member
 from kpipe.tasks.classify.signatures import ClassifierServing
 from kpipe.tasks.classify.ensemble import ensemble_weights
-from tests.helpers import synthetic_reviews
+from tests.made_up_data import synthetic_reviews
 
 
 @pytest.mark.slow
@@ -180,7 +180,7 @@ def test_each_member_reads_batches_of_its_own_training_tables_size(tmp_path, mon
     from kpipe.families.rnn_classifier.config import RNNClassifierConfig
     from kpipe.tasks.classify.members import train_member
     from kpipe.training.run import Run
-    from tests.helpers import write_keras_hub_preset
+    from tests.checkpoints import write_keras_hub_preset
 
     synthetic_reviews(200).to_csv(tmp_path / "reviews.csv", index=False)
     write_keras_hub_preset(tmp_path / "preset")

@@ -18,7 +18,8 @@ from kpipe.datasets.text_classification import TextClassificationDataConfig, loa
 from kpipe.exports.portable import export_portable
 from kpipe.portable.runtime import PortableClassifier
 from kpipe.serving.repository import load_version
-from tests.helpers import kpipe, served, without_modules
+from tests.helpers import kpipe, without_modules
+from tests.servers import served
 
 FORMATS = [("onnx", "none"), ("onnx", "int8"), ("litert", "none"), ("litert", "int8"), ("litert", "float16")]
 

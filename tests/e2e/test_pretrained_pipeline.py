@@ -14,7 +14,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import OFFLINE, kpipe, kpipe_in_process, wait_for, write_hugging_face_checkpoint
+from tests.checkpoints import write_hugging_face_checkpoint
+from tests.helpers import OFFLINE, kpipe, kpipe_in_process, wait_for
 
 pytestmark = pytest.mark.slow
 TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", "",

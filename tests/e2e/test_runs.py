@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe_in_process, kpipe_reporting_tensorflow, synthetic_reviews
+from tests.helpers import kpipe_in_process, kpipe_reporting_tensorflow
+from tests.made_up_data import synthetic_reviews
 
 pytestmark = pytest.mark.slow
 

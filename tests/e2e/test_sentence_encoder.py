@@ -10,7 +10,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import served_in_thread, tiny_backbone
+from tests.checkpoints import tiny_backbone
+from tests.servers import served_in_thread
 
 pytestmark = pytest.mark.slow
 TEXTS = ["great crew thanks", "terrible delay, awful", "the flight was fine", "", "good good good movie"]

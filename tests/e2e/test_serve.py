@@ -17,7 +17,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import served, served_in_thread, wait_for
+from tests.helpers import wait_for
+from tests.servers import served, served_in_thread
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from tests.helpers import kpipe, kpipe_in_process, new_user_env, synthetic_reviews
+from tests.helpers import kpipe, kpipe_in_process, new_user_env
+from tests.made_up_data import synthetic_reviews
 
 pytestmark = pytest.mark.slow
 

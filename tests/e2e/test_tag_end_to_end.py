@@ -154,7 +154,7 @@ def test_a_pretrained_tagger_tags_every_word_of_a_sentence_longer_than_its_windo
     from pathlib import Path
 
     from kpipe.tasks.tag.predict import tag_texts
-    from tests.helpers import write_hugging_face_checkpoint
+    from tests.checkpoints import write_hugging_face_checkpoint
 
     monkeypatch.chdir(tmp_path)
     write_hugging_face_checkpoint(Path("checkpoint"), seed=4)

@@ -12,7 +12,10 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import evidence_pairs, kpipe_in_process, served_in_thread, write_hugging_face_checkpoint
+from tests.checkpoints import write_hugging_face_checkpoint
+from tests.helpers import kpipe_in_process
+from tests.made_up_data import evidence_pairs
+from tests.servers import served_in_thread
 
 pytestmark = pytest.mark.slow
 PAIRS = ["--data", "pairs.csv", "--set", 'data.text_column="evidence"', "--set", 'data.text_pair_column="claim"',

@@ -13,7 +13,8 @@ import tensorflow_text  # noqa: F401  (registers the WordPiece ops for the plain
 from kpipe.cli.commands import main
 from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.preprocessing.text import fit_vocabulary
-from tests.helpers import kpipe, served_in_thread
+from tests.helpers import kpipe
+from tests.servers import served_in_thread
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import SMALL, kpipe
+from tests.helpers import kpipe
+from tests.made_up_data import SMALL
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,8 @@ import json
 import pytest
 import tensorflow as tf
 
-from tests.helpers import SMALL, kpipe_in_process, write_reversal_pairs
+from tests.helpers import kpipe_in_process
+from tests.made_up_data import SMALL, write_reversal_pairs
 
 pytestmark = pytest.mark.slow
 

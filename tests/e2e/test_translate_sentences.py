@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 
 from kpipe.cli.commands import main
-from tests.helpers import kpipe_in_process, write_english_spanish
+from tests.helpers import kpipe_in_process
+from tests.made_up_data import write_english_spanish
 
 pytestmark = pytest.mark.slow
 TINY = ["--set", "preprocessing.subword_vocabulary_size=200", "--set", "model.hidden_dim=32",

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from kpipe.cli.commands import main
-from tests.helpers import finish, free_ports, kpipe_reporting_tensorflow, start_workers, tf_config_env
+from tests.clusters import finish, free_ports, start_workers, tf_config_env
+from tests.helpers import kpipe_reporting_tensorflow
 
 pytestmark = pytest.mark.slow  # real worker processes: tens of seconds each
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from kpipe.datasets.shard_scan import split_codes
-from tests.helpers import finish, start_workers
+from tests.clusters import finish, start_workers
 
 pytestmark = pytest.mark.slow  # real worker processes
 

@@ -9,7 +9,7 @@ import pytest
 
 from kpipe.datasets.questions import QuestionsDataConfig, load_questions
 from kpipe.errors import DataError
-from tests.helpers import squad_articles, write_squad_json
+from tests.made_up_data import squad_articles, write_squad_json
 
 
 def load(path, **kwargs):

@@ -9,7 +9,7 @@ import pytest
 from kpipe.datasets import tfds_source
 from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
 from kpipe.errors import DataError, MissingDependencyError
-from tests.helpers import synthetic_reviews
+from tests.made_up_data import synthetic_reviews
 
 
 def file_config(path, **kw):
@@ -193,7 +193,7 @@ def test_can_reach_is_false_for_a_closed_local_port_and_true_for_an_open_one():
 
 
 def test_pairs_keep_both_texts_and_every_page_in_one_split(tmp_path):
-    from tests.helpers import evidence_pairs
+    from tests.made_up_data import evidence_pairs
 
     frame = evidence_pairs(300)
     frame.to_csv(tmp_path / "pairs.csv", index=False)

@@ -4,7 +4,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 from kpipe.evaluation import tfidf_baseline
-from tests.helpers import synthetic_reviews
+from tests.made_up_data import synthetic_reviews
 
 
 def split(frame):

@@ -132,7 +132,7 @@ def _bag_of_ngrams(nb_classes: int = 0, **kwargs):
 def _pretrained_reader():
     from kpipe.families.pretrained_reader.config import PretrainedReaderConfig
     from kpipe.families.pretrained_reader.model import build_pretrained_reader
-    from tests.helpers import tiny_backbone
+    from tests.checkpoints import tiny_backbone
 
     return build_pretrained_reader(PretrainedReaderConfig(preset="tiny", dropout=0.0), tiny_backbone(0))
 
@@ -141,7 +141,7 @@ def _pretrained_tagger(**settings):
     def build():
         from kpipe.families.pretrained_tagger.config import PretrainedTaggerConfig
         from kpipe.families.pretrained_tagger.model import build_pretrained_tagger
-        from tests.helpers import tiny_backbone
+        from tests.checkpoints import tiny_backbone
 
         return build_pretrained_tagger(PretrainedTaggerConfig(preset="tiny", num_tags=5, dropout=0.0, **settings),
                                        tiny_backbone(0))
@@ -154,7 +154,7 @@ def _pretrained(family: str):
         from kpipe.families.pretrained_classifier.model import build_pretrained_classifier
         from kpipe.families.sentence_encoder.config import SentenceEncoderConfig
         from kpipe.families.sentence_encoder.model import build_sentence_encoder
-        from tests.helpers import tiny_backbone
+        from tests.checkpoints import tiny_backbone
 
         if family == "sentence_encoder":
             return build_sentence_encoder(SentenceEncoderConfig(preset="tiny", normalize=True), tiny_backbone(0))

@@ -37,7 +37,7 @@ def families():
 def test_every_family_gives_one_independent_probability_per_label(family):
     if family == "pretrained":
         from kpipe.families.pretrained_classifier.model import build_pretrained_classifier
-        from tests.helpers import tiny_backbone
+        from tests.checkpoints import tiny_backbone
 
         model = build_pretrained_classifier(PretrainedClassifierConfig(preset="x", num_classes=4, multi_label=True),
                                             tiny_backbone())

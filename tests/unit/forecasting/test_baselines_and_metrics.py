@@ -3,7 +3,7 @@ import pytest
 
 from kpipe.forecasting import baselines
 from kpipe.evaluation.forecast_metrics import forecast_errors, mase_scale
-from tests.helpers import two_season_series
+from tests.made_up_data import two_season_series
 
 
 def seasonal_series(n=400, m=12, seed=0):

@@ -7,7 +7,7 @@ import pytest
 from kpipe.errors import ConfigError
 from kpipe.forecasting import baselines
 from kpipe.forecasting.mstl_operator import mstl_operator
-from tests.helpers import two_season_series
+from tests.made_up_data import two_season_series
 
 SEASONS, WINDOW, HORIZON = (6, 42), 126, 10
 

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from kpipe.preprocessing.tagging import pad_words
 from kpipe.preprocessing.word_windows import WordPieceWindows
-from tests.helpers import VOCABULARY, WORDS
+from tests.checkpoints import VOCABULARY, WORDS
 
 
 @pytest.fixture(scope="module")

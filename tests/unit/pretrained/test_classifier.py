@@ -10,7 +10,7 @@ import tensorflow as tf
 from kpipe.families.pretrained_classifier.config import PretrainedClassifierConfig
 from kpipe.families.pretrained_classifier import model as classifier
 from kpipe.pretrained import inputs, presets
-from tests.helpers import write_keras_hub_preset
+from tests.checkpoints import write_keras_hub_preset
 
 TEXTS = np.array(["good movie", "the flight crew was terrible and boring", "a", "great plot"])
 

@@ -12,8 +12,8 @@ from kpipe.families.sentence_encoder.config import SentenceEncoderConfig
 from kpipe.pretrained import inputs, presets
 from kpipe.families.pretrained_classifier.model import build_pretrained_classifier
 from kpipe.families.sentence_encoder.model import build_sentence_encoder
-from tests.helpers import (write_deberta_v3_preset, write_distil_bert_preset, write_electra_preset,
-                           write_keras_hub_preset, write_roberta_preset)
+from tests.checkpoints import (write_deberta_v3_preset, write_distil_bert_preset, write_electra_preset,
+    write_keras_hub_preset, write_roberta_preset)
 
 TEXTS = ["good movie", "bad crew delay", "the flight was good good good", ""]
 

@@ -11,7 +11,8 @@ from kpipe.families.pretrained_classifier.config import PretrainedClassifierConf
 from kpipe.families.pretrained_classifier import model as classifier
 from kpipe.pretrained import inputs, presets
 from kpipe.training.loop import FineTuneSchedule, make_strategy, train_model
-from tests.helpers import synthetic_reviews, write_keras_hub_preset
+from tests.checkpoints import write_keras_hub_preset
+from tests.made_up_data import synthetic_reviews
 
 pytestmark = pytest.mark.slow
 

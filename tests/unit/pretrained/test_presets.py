@@ -10,7 +10,7 @@ import requests
 from kpipe.cli.commands import main
 from kpipe.errors import ConfigError
 from kpipe.pretrained import presets
-from tests.helpers import VOCABULARY, write_hugging_face_checkpoint, write_keras_hub_preset
+from tests.checkpoints import VOCABULARY, write_hugging_face_checkpoint, write_keras_hub_preset
 
 TEXTS = ["good movie", "The flight crew was TERRIBLE and boring", "zzz"]
 

@@ -12,7 +12,7 @@ from kpipe.preprocessing.answer_windows import AnswerWindows
 from kpipe.tasks.answer import signatures as serving_module
 from kpipe.portable.reader import N_BEST_MOST
 from kpipe.tasks.answer.signatures import AnswerServing
-from tests.helpers import VOCABULARY, WORDS
+from tests.checkpoints import VOCABULARY, WORDS
 
 MAX_ANSWER = 3
 
