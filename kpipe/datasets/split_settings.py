@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from kpipe.config.constraints import Checked, at_least, check_fractions_sum, fraction, setting
+from kpipe.config.constraints import Checked, at_least, check_fractions_sum, fraction, group_default, setting
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -31,7 +31,5 @@ class SplitSettings(Checked):
 
 
 def split_default(name: str, default: Any, rule=None) -> Any:
-    """The shared key `name` with a section's own default (and, where given, a narrower rule), keeping the group's
-    rule otherwise: a bare `name: float = 0.05` would drop it."""
-    field = next(f for f in dataclasses.fields(SplitSettings) if f.name == name)
-    return setting(default, rule if rule is not None else field.metadata.get("rule"))
+    """The split key `name` with a section's own default (and, where given, a narrower rule)."""
+    return group_default(SplitSettings, name, default, rule)

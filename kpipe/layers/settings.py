@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.constraints import Checked, at_least, between, one_of, setting
+from kpipe.config.constraints import Checked, at_least, between, fraction, one_of, setting
 
 # Config name -> recurrent layer in keras.layers (kpipe.layers.recurrent_cells.CELLS looks them up there).
 CELL_CLASSES = {"lstm": "LSTM", "gru": "GRU"}
@@ -23,6 +23,31 @@ def check_heads_divide_width(config) -> None:
     if config.hidden_dim % config.num_heads:
         raise ValueError(f"`num_heads` must divide `hidden_dim` (each head gets hidden_dim / num_heads dimensions). "
                          f"Received: hidden_dim={config.hidden_dim}, num_heads={config.num_heads}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TransformerSizes(Checked):
+    """The sizes of a transformer stack, named alike in every transformer config (the translator's two stacks name
+    their depths `encoder_layers` and `decoder_layers` beside the same `hidden_dim`, `num_heads`, `intermediate_dim`
+    and `dropout`).
+
+    Args:
+        hidden_dim: width of the embeddings and of every layer.
+        num_layers: stacked layers.
+        num_heads: attention heads per layer; must divide hidden_dim.
+        intermediate_dim: width of each layer's feed-forward block.
+        dropout: dropout in the layers and on the embeddings.
+    """
+
+    hidden_dim: int = setting(128, at_least(1))
+    num_layers: int = setting(2, at_least(1))
+    num_heads: int = setting(4, at_least(1))
+    intermediate_dim: int = setting(512, at_least(1))
+    dropout: float = setting(0.1, fraction())
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_heads_divide_width(self)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.constraints import at_least, fraction, one_of, setting
-from kpipe.layers.settings import AttentionSettings, check_heads_divide_width
+from kpipe.config.constraints import at_least, group_default, one_of, setting
+from kpipe.layers.settings import AttentionSettings, TransformerSizes
 from kpipe.tokens import CHARS
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CharTransformerConfig(AttentionSettings):
+class CharTransformerConfig(TransformerSizes, AttentionSettings):
     """Hyperparameters of `build_char_transformer`: a causal (decoder-only) transformer over characters.
 
     Args:
@@ -26,16 +26,8 @@ class CharTransformerConfig(AttentionSettings):
     """
 
     family: str = setting("char_transformer", one_of(("char_transformer",)))
-    hidden_dim: int = setting(128, at_least(1))
-    num_layers: int = setting(2, at_least(1))
-    num_heads: int = setting(4, at_least(1))
-    intermediate_dim: int = setting(256, at_least(1))
-    dropout: float = setting(0.1, fraction())
+    intermediate_dim: int = group_default(TransformerSizes, "intermediate_dim", 256)
     conditioning: str = setting("every_step", one_of(("none", "every_step")))
     sequence_length: int = setting(21, at_least(1), derived=True)
     vocabulary_size: int = setting(64, at_least(CHARS.count + 1), derived=True)
     num_categories: int = setting(1, at_least(1), derived=True)
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_heads_divide_width(self)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.constraints import Checked, at_least, fraction, one_of, setting
+from kpipe.config.constraints import one_of, setting
 from kpipe.config.strict import DERIVED
-from kpipe.layers.settings import check_heads_divide_width
+from kpipe.layers.settings import TransformerSizes
 
 ATTENTION = ("softmax", "linear")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class GPTConfig(Checked):
+class GPTConfig(TransformerSizes):
     """Hyperparameters of `build_gpt`: GPT-2's decoder (keras-hub's `GPT2Backbone`: token and learnt position
     embeddings, pre-norm causal decoder blocks, the output tied to the token embedding), sized from scratch.
 
@@ -30,15 +30,6 @@ class GPTConfig(Checked):
     """
 
     family: str = setting("gpt", one_of(("gpt",)))
-    num_layers: int = setting(2, at_least(1))
-    num_heads: int = setting(4, at_least(1))
-    hidden_dim: int = setting(128, at_least(1))
-    intermediate_dim: int = setting(512, at_least(1))
-    dropout: float = setting(0.1, fraction())
     attention: str = setting("softmax", one_of(ATTENTION))
     vocabulary_size: int = dataclasses.field(default=8000, metadata=DERIVED)
     max_sequence_length: int = dataclasses.field(default=128, metadata=DERIVED)
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_heads_divide_width(self)

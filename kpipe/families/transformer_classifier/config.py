@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from kpipe.config.constraints import at_least, fraction, one_of, open_fraction, setting
+from kpipe.config.constraints import at_least, group_default, one_of, open_fraction, setting
 from kpipe.config.strict import DERIVED
-from kpipe.layers.settings import POOLINGS, POSITION_ENCODINGS, AttentionSettings, check_heads_divide_width
+from kpipe.layers.settings import POOLINGS, POSITION_ENCODINGS, AttentionSettings, TransformerSizes
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TransformerClassifierConfig(AttentionSettings):
+class TransformerClassifierConfig(TransformerSizes, AttentionSettings):
     """Hyperparameters of `build_transformer_classifier`.
 
     Args:
@@ -36,11 +36,8 @@ class TransformerClassifierConfig(AttentionSettings):
     """
 
     family: str = setting("transformer_classifier", one_of(("transformer_classifier",)))
-    hidden_dim: int = setting(64, at_least(1))
-    num_layers: int = setting(2, at_least(1))
-    num_heads: int = setting(4, at_least(1))
-    intermediate_dim: int = setting(128, at_least(1))
-    dropout: float = setting(0.1, fraction())
+    hidden_dim: int = group_default(TransformerSizes, "hidden_dim", 64)
+    intermediate_dim: int = group_default(TransformerSizes, "intermediate_dim", 128)
     position_encoding: str = setting("learned", one_of(POSITION_ENCODINGS))
     pooling: str = setting("mean", one_of(POOLINGS))
     pretrain_epochs: int = setting(0, at_least(0))
@@ -53,7 +50,6 @@ class TransformerClassifierConfig(AttentionSettings):
 
     def __post_init__(self):
         super().__post_init__()
-        check_heads_divide_width(self)
         if self.pretrain_corpus and not self.pretrain_epochs:
             raise ValueError(f"`pretrain_corpus` is set ({self.pretrain_corpus!r}) but `pretrain_epochs` is 0, so "
                              "nothing would be pretrained: set pretrain_epochs (e.g. 3) or leave pretrain_corpus empty")
