@@ -13,7 +13,7 @@ from tests.helpers import kpipe_in_process
 from tests.made_up_data import write_english_spanish
 
 pytestmark = pytest.mark.slow
-TINY = ["--set", "preprocessing.subword_vocabulary_size=200", "--set", "model.hidden_dim=32",
+TINY = ["--set", "preprocessing.subword_vocabulary_size=200", "--set", "model.embedding_dim=32",
         "--set", "model.encoder_units=32", "--set", "model.decoder_units=64", "--set", "model.attention_units=32",
         "--set", "training.epochs=15", "--set", "training.batch_size=16", "--set", "training.learning_rate=0.01",
         "--set", "data.validation_fraction=0.1", "--set", "data.test_fraction=0.2",
