@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable
 
-from kpipe.config.strict import check_choice, check_layer_sizes, check_range
+from kpipe.config.strict import DERIVED, check_choice, check_layer_sizes, check_range
 
 RULE = "rule"  # the metadata key a field's rule is kept under
 
@@ -155,9 +155,7 @@ def check_fractions_sum(validation: float, test: float) -> None:
 def setting(default: Any, rule=None, *, derived: bool = False) -> Any:
     """A config field with its default and its rule; `derived`: kpipe sets it from the data, a config file
     must not (the reference leaves it out)."""
-    metadata = {RULE: rule} if rule is not None else {}
-    if derived:
-        metadata["derived"] = True
+    metadata = ({RULE: rule} if rule is not None else {}) | (DERIVED if derived else {})
     return dataclasses.field(default=default, metadata=metadata)
 
 

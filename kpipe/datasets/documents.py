@@ -17,11 +17,11 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
-from kpipe.config.constraints import one_of, setting
+from kpipe.config.constraints import group_default, one_of, setting
 from kpipe.datasets import files
 from kpipe.datasets.corpus import read_bible_rows
 from kpipe.datasets.source import DataSourceConfig
-from kpipe.datasets.split_settings import SplitSettings, split_default
+from kpipe.datasets.split_settings import SplitSettings
 from kpipe.datasets.splits import split_of_key
 from kpipe.errors import DataError
 
@@ -60,8 +60,8 @@ class DocumentsDataConfig(SplitSettings, DataSourceConfig):
     text_column: str = "text"
     split_by: str = setting("document", one_of(SPLIT_BY))
     test_path: str = ""
-    validation_fraction: float = split_default("validation_fraction", 0.05)
-    test_fraction: float = split_default("test_fraction", 0.05)
+    validation_fraction: float = group_default(SplitSettings, "validation_fraction", 0.05)
+    test_fraction: float = group_default(SplitSettings, "test_fraction", 0.05)
 
     def __post_init__(self):
         super().__post_init__()

@@ -19,10 +19,10 @@ import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kpipe.config.constraints import open_fraction
+from kpipe.config.constraints import group_default, open_fraction
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
-from kpipe.datasets.split_settings import SplitSettings, split_default
+from kpipe.datasets.split_settings import SplitSettings
 from kpipe.datasets.embedded import package_dir
 from kpipe.datasets.splits import split_by_first_item
 from kpipe.errors import DataError, did_you_mean
@@ -61,8 +61,8 @@ class NamesDataConfig(SplitSettings, DataSourceConfig):
     name_column: str = "name"
     category_column: str = ""
     categories: tuple[str, ...] = ()
-    validation_fraction: float = split_default("validation_fraction", 0.1, open_fraction())
-    test_fraction: float = split_default("test_fraction", 0.1, open_fraction())
+    validation_fraction: float = group_default(SplitSettings, "validation_fraction", 0.1, open_fraction())
+    test_fraction: float = group_default(SplitSettings, "test_fraction", 0.1, open_fraction())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,10 +17,10 @@ import logging
 import re
 import unicodedata
 
-from kpipe.config.constraints import one_of, open_fraction, setting
+from kpipe.config.constraints import group_default, one_of, open_fraction, setting
 from kpipe.datasets import embedded, files
 from kpipe.datasets.source import DataSourceConfig
-from kpipe.datasets.split_settings import SplitSettings, split_default
+from kpipe.datasets.split_settings import SplitSettings
 from kpipe.datasets.embedded import package_dir
 from kpipe.datasets.splits import split_by_first_item
 from kpipe.errors import DataError, did_you_mean
@@ -54,8 +54,8 @@ class PairsDataConfig(SplitSettings, DataSourceConfig):
     target_column: str = "target"
     format: str = setting("table", one_of(PAIR_FORMATS))
     keep_stress: bool = False
-    validation_fraction: float = split_default("validation_fraction", 0.05, open_fraction())
-    test_fraction: float = split_default("test_fraction", 0.1, open_fraction())
+    validation_fraction: float = group_default(SplitSettings, "validation_fraction", 0.05, open_fraction())
+    test_fraction: float = group_default(SplitSettings, "test_fraction", 0.1, open_fraction())
 
 
 @dataclasses.dataclass(frozen=True)

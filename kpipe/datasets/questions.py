@@ -23,10 +23,10 @@ import logging
 from pathlib import Path
 from typing import ClassVar
 
-from kpipe.config.constraints import one_of, one_of_class, setting
+from kpipe.config.constraints import group_default, one_of, one_of_class, setting
 from kpipe.datasets import files
 from kpipe.datasets.source import DataSourceConfig
-from kpipe.datasets.split_settings import SplitSettings, split_default
+from kpipe.datasets.split_settings import SplitSettings
 from kpipe.datasets.splits import split_of_key
 from kpipe.errors import DataError
 
@@ -59,7 +59,7 @@ class QuestionsDataConfig(SplitSettings, DataSourceConfig):
     validation_path: str = ""
     test_path: str = ""
     misaligned: str = setting("error", one_of(MISALIGNED))
-    test_fraction: float = split_default("test_fraction", 0.15)
+    test_fraction: float = group_default(SplitSettings, "test_fraction", 0.15)
 
     def describe(self) -> str:
         """As the other sources do ("file:squad.json"); a glob is read whole, file by file, not streamed as shards."""

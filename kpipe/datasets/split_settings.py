@@ -4,9 +4,8 @@ without TensorFlow."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
-from kpipe.config.constraints import Checked, at_least, check_fractions_sum, fraction, group_default, setting
+from kpipe.config.constraints import Checked, at_least, check_fractions_sum, fraction, setting
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -29,7 +28,3 @@ class SplitSettings(Checked):
         super().__post_init__()
         check_fractions_sum(self.validation_fraction, self.test_fraction)
 
-
-def split_default(name: str, default: Any, rule=None) -> Any:
-    """The split key `name` with a section's own default (and, where given, a narrower rule)."""
-    return group_default(SplitSettings, name, default, rule)

@@ -26,7 +26,26 @@ from pathlib import Path
 
 from kpipe.atomic import fsync_tree, publish_folder
 from kpipe.errors import KpipeError
-from kpipe.portable.export_files import CONFIG_FILE, CRF_FILE, GENERATOR_FILE, KERAS_MODEL_FILE, LABELS_FILE, LM_SETTINGS_FILE, METRICS_FILE, MODEL_FILES, MULTI_LABEL_FILE, PREPROCESSING_FILE, READER_FILE, TABLES_FILE, TAGS_FILE, TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_FILE, WORDS_FILE
+from kpipe.portable.export_files import (
+    CONFIG_FILE,
+    CRF_FILE,
+    FEATURES_FILE,
+    GENERATOR_FILE,
+    KERAS_MODEL_FILE,
+    LABELS_FILE,
+    LM_SETTINGS_FILE,
+    METRICS_FILE,
+    MODEL_FILES,
+    MULTI_LABEL_FILE,
+    PREPROCESSING_FILE,
+    READER_FILE,
+    TABLES_FILE,
+    TAGS_FILE,
+    TOKENIZER_FILE,
+    VOCABULARY_FILE,
+    WORDPIECE_FILE,
+    WORDS_FILE,
+)
 from kpipe.exports import manifest
 from kpipe.exports.portable_networks import write_network
 from kpipe.tasks.registry import TASKS
@@ -107,7 +126,7 @@ def write_portable(plan: PortablePlan) -> Path:
                          member.get("settings")):
                 if name:
                     shutil.copy2(source / name, tmp / name)
-        for name in (LABELS_FILE, MULTI_LABEL_FILE, "features.json"):
+        for name in (LABELS_FILE, MULTI_LABEL_FILE, FEATURES_FILE):
             if (source / name).exists():
                 shutil.copy2(source / name, tmp / name)
         (tmp / PREPROCESSING_FILE).write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
@@ -154,9 +173,9 @@ def preprocessing_spec(source: Path, config: dict, fmt: str) -> dict:
     if config.get("task") == "word2vec":  # words looked up in the vocabulary, the vectors' rows gathered
         return {"kind": "word_lookup", "words": WORDS_FILE, "keras": KERAS_MODEL_FILE, "network": MODEL_FILES[fmt]}
     if model["family"] == "rnn_forecaster":  # raw windows: scaled, forecast and unscaled by the runtime
-        features = json.loads((source / "features.json").read_text(encoding="utf-8"))
+        features = json.loads((source / FEATURES_FILE).read_text(encoding="utf-8"))
         return {"kind": "windows", "window": features["window"], "num_features": len(features["features"]),
-                "features": "features.json", "keras": KERAS_MODEL_FILE, "network": MODEL_FILES[fmt]}
+                "features": FEATURES_FILE, "keras": KERAS_MODEL_FILE, "network": MODEL_FILES[fmt]}
     if model["family"] != "ensemble":
         return member_spec(source, pre, model, "", fmt)
     if model.get("sequence_members", 1) != 1:

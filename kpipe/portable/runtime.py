@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from kpipe.errors import KpipeError
-from kpipe.portable.export_files import LABELS_FILE, MANIFEST_FILE, PREPROCESSING_FILE
+from kpipe.portable.export_files import FEATURES_FILE, LABELS_FILE, MANIFEST_FILE, PREPROCESSING_FILE
 from kpipe.portable.network import RUNTIMES, Network, open_network
 from kpipe.portable.text import NgramCounts, WordIds
 from kpipe.portable.wordpiece import WordPieceIds
@@ -193,7 +193,7 @@ class PortableForecaster(PortableExport):
 
     def __init__(self, folder: Path):
         super().__init__(folder)
-        self.spec = json.loads((folder / "features.json").read_text(encoding="utf-8"))
+        self.spec = json.loads((folder / FEATURES_FILE).read_text(encoding="utf-8"))
         self.mean = np.asarray(self.spec["scaler_mean"], np.float32)
         self.scale = np.asarray(self.spec["scaler_scale"], np.float32)
         self.half_widths = {int(level): np.asarray(w, np.float32)

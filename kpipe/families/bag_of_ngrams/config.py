@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 from kpipe.config.constraints import Checked, above, at_least, between, fraction, one_of, setting
-from kpipe.config.strict import DERIVED
 
 NGRAM_WEIGHTINGS = ("tfidf", "binary", "nb")
 
@@ -50,4 +49,4 @@ class BagOfNgramsConfig(Checked):
     l2: float = setting(0.0, at_least(0.0))
     vocabulary_size: int = setting(200000, at_least(2), derived=True)
     num_classes: int = setting(2, at_least(2), derived=True)
-    multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
+    multi_label: bool = setting(False, derived=True)  # one sigmoid per label (set by kpipe)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 from kpipe.config.constraints import one_of, setting
-from kpipe.config.strict import DERIVED
 from kpipe.layers.settings import TransformerSizes
 
 ATTENTION = ("softmax", "linear")
@@ -31,5 +30,5 @@ class GPTConfig(TransformerSizes):
 
     family: str = setting("gpt", one_of(("gpt",)))
     attention: str = setting("softmax", one_of(ATTENTION))
-    vocabulary_size: int = dataclasses.field(default=8000, metadata=DERIVED)
-    max_sequence_length: int = dataclasses.field(default=128, metadata=DERIVED)
+    vocabulary_size: int = setting(8000, derived=True)
+    max_sequence_length: int = setting(128, derived=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 from kpipe.config.constraints import Checked, above, at_least, fraction, one_of, setting
-from kpipe.config.strict import DERIVED
 from kpipe.layers.settings import POOLINGS
 
 BACKBONE_TRAINING = ("trainable", "frozen", "two_phase", "lora")  # what fine-tuning a pretrained encoder trains
@@ -44,7 +43,7 @@ class PretrainedClassifierConfig(Checked):
     head_learning_rate: float = setting(1e-3, above(0.0))
     lora_rank: int = setting(8, at_least(1))
     num_classes: int = setting(2, at_least(2), derived=True)
-    multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
+    multi_label: bool = setting(False, derived=True)  # one sigmoid per label (set by kpipe)
 
 
 def pretrained_preset(model) -> tuple[str, str]:

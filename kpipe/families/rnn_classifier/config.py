@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 from kpipe.config.constraints import Checked, above, at_least, fraction, layer_sizes, one_of, setting
-from kpipe.config.strict import DERIVED
 from kpipe.layers.settings import CELL_CLASSES
 
 EMBEDDING_TRAINING = ("trainable", "frozen", "two_phase")
@@ -56,5 +55,5 @@ class RNNClassifierConfig(Checked):
     fine_tune_learning_rate: float = setting(1e-4, above(0.0))
     vocabulary_size: int = setting(20000, at_least(2), derived=True)
     num_classes: int = setting(2, at_least(2), derived=True)
-    multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
-    text_pairs: bool = dataclasses.field(default=False, metadata=DERIVED)  # siamese encoder (set by kpipe)
+    multi_label: bool = setting(False, derived=True)  # one sigmoid per label (set by kpipe)
+    text_pairs: bool = setting(False, derived=True)  # siamese encoder (set by kpipe)

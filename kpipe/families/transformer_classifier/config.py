@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 from kpipe.config.constraints import at_least, group_default, one_of, open_fraction, setting
-from kpipe.config.strict import DERIVED
 from kpipe.layers.settings import POOLINGS, POSITION_ENCODINGS, AttentionSettings, TransformerSizes
 
 
@@ -46,7 +45,7 @@ class TransformerClassifierConfig(TransformerSizes, AttentionSettings):
     sequence_length: int = setting(200, at_least(1), derived=True)
     vocabulary_size: int = setting(20000, at_least(3), derived=True)
     num_classes: int = setting(2, at_least(2), derived=True)
-    multi_label: bool = dataclasses.field(default=False, metadata=DERIVED)  # one sigmoid per label (set by kpipe)
+    multi_label: bool = setting(False, derived=True)  # one sigmoid per label (set by kpipe)
 
     def __post_init__(self):
         super().__post_init__()
