@@ -42,3 +42,7 @@ WORDPIECE_MASK = WORDPIECE_RESERVED.index("[MASK]")
 
 # Whole words (Keras' TextVectorization): "" for padding, then the out-of-vocabulary token.
 WORD_RESERVED = ["", "[UNK]"]
+
+# A word's casing class, as taggers read it (kpipe.preprocessing.tagging.casing_ids makes them; both tagger families
+# embed them): 0 padding, the five patterns of kpipe.preprocessing.tagging.CASING_PATTERNS, then "other".
+CASING_CLASSES = 7

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from kpipe.preprocessing.tagging import casing_ids
+
 
 class WordPieceWindows(tf.Module):
     """(batch, words) strings, "" as padding -> {"token_ids", "segment_ids", "padding_mask"} (windows, longest),
-    "word_index" (batch, words): each word's row in the windows flattened to (windows * longest), and "word_mask"
-    (batch, words)."""
+    "word_index" (batch, words): each word's row in the windows flattened to (windows * longest), "word_mask"
+    (batch, words), and with `casing` each word's casing class (`kpipe.preprocessing.tagging.casing_ids`)."""
 
-    def __init__(self, tokenizer, *, sequence_length: int, stride: int):
+    def __init__(self, tokenizer, *, sequence_length: int, stride: int, casing: bool = False):
         super().__init__(name="word_piece_windows")
-        self.tokenizer = tokenizer
+        self.tokenizer, self.casing = tokenizer, casing
         self.room, self.stride = sequence_length - 2, stride
         if not 0 < stride <= self.room:
             raise ValueError(f"`stride` must be in [1, {self.room}]. Received: stride={stride}")
@@ -82,7 +84,8 @@ class WordPieceWindows(tf.Module):
         window = tf.gather(window_offset, sentence_of_word) + best
         row = window * width + 1 + first - best * self.stride  # +1: [CLS]
         word_index = tf.scatter_nd(tf.where(present), row, tf.shape(tokens, out_type=tf.int64))
-        return {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
+        casing = {"casing": casing_ids(tokens)} if self.casing else {}
+        return {**casing, "token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
                 "padding_mask": tf.not_equal(tf.concat([column(1), tf.ones_like(window_ids), column(1)], axis=1)
                                              .to_tensor(0), 0),
                 "word_index": word_index, "word_mask": present}

@@ -149,8 +149,9 @@ def test_a_bad_tagged_file_is_one_line_exit_2_and_nothing_written(tmp_path, monk
 
 
 def test_a_pretrained_tagger_tags_every_word_of_a_sentence_longer_than_its_window(tmp_path, monkeypatch):
-    """ner-conll-minilm on a tiny BERT checkpoint and a small CoNLL file: trained, exported, and a 60-word sentence
-    (several windows of 24 pieces) gets a tag for each of its words."""
+    """ner-conll-minilm on a tiny BERT checkpoint and a small CoNLL file, with the words' casing beside the encoder's
+    features: trained, exported, and a 60-word sentence (several windows of 24 pieces) gets a tag for each of its
+    words."""
     from pathlib import Path
 
     from kpipe.tasks.tag.predict import tag_texts
@@ -170,10 +171,15 @@ def test_a_pretrained_tagger_tags_every_word_of_a_sentence_longer_than_its_windo
     Path("dev.txt").write_text("\n".join(lines[:60]) + "\n", encoding="utf-8")
     assert main(["run", "ner-conll-minilm", "--data", "train.txt", "--set", 'data.test_path="dev.txt"', "--set",
                  'model.preset="checkpoint"', "--set", "preprocessing.sequence_length=24", "--set",
-                 "preprocessing.stride=8", "--set", "training.epochs=1"]) == 0
+                 "preprocessing.stride=8", "--set", "training.epochs=1", "--set", "model.casing=true"]) == 0
     export = tmp_path / "saved_models" / "ner-conll-minilm" / "1"
     metrics = json.loads((export / "metrics.json").read_text())
     assert {"entity_f1", "token_accuracy"} <= set(metrics) and "feature_crf" in metrics["baseline"]
+    import keras_hub  # noqa: F401  (registers the backbone for model.keras)
+
+    from kpipe import load_keras_model
+
+    assert "casing" in load_keras_model(export).input  # the export's graph feeds it the casing of raw words
     long_text = " ".join(["Ann visited the good crew in Paris"] * 9)  # 63 words, ~70 pieces: 4+ windows
     answer = tag_texts(export, [long_text, "Bo"])
     assert len(answer[0]["tags"]) == len(long_text.split()) == 63 and len(answer[1]["tags"]) == 1

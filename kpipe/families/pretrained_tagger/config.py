@@ -31,6 +31,10 @@ class PretrainedTaggerConfig(Checked):
         head: "dense" (a tag from each word's features) or "bilstm" (a BiLSTM of `head_units` over the words first).
         head_units: the BiLSTM's units per direction (head "bilstm").
         dropout: dropout on the words' features.
+        casing: add an embedding of each word's casing (all lower, initial upper, all upper, numeric, ...) to its
+            features, as `rnn_tagger` does: an uncased encoder (all-MiniLM-L6-v2) lower-cases its input, and
+            capitals are the strongest cue for a name.
+        casing_dim: size of that embedding.
         output: "softmax" or "crf" (a linear-chain CRF over the words, Viterbi-decoded in the export).
         num_tags: set by kpipe from the data.
     """
@@ -42,5 +46,7 @@ class PretrainedTaggerConfig(Checked):
     head: str = setting("dense", one_of(TAGGER_HEADS))
     head_units: int = setting(128, at_least(1))
     dropout: float = setting(0.1, fraction())
+    casing: bool = False
+    casing_dim: int = setting(16, at_least(1))
     output: str = setting("softmax", one_of(TAGGER_OUTPUTS))
     num_tags: int = setting(2, at_least(2), derived=True)

@@ -1,6 +1,6 @@
 """`build_pretrained_tagger`: an encoder's windows (`kpipe.preprocessing.word_windows`) -> the chosen features of
-every piece -> each word's features at its first piece (batch, words, features) -> dropout -> [BiLSTM] -> a tag
-per word: probabilities with a softmax output, the CRF's emissions with a CRF (decoded by
+every piece -> each word's features at its first piece (batch, words, features) [beside its casing's embedding] ->
+dropout -> [BiLSTM] -> a tag per word: probabilities with a softmax output, the CRF's emissions with a CRF (decoded by
 `kpipe.layers.crf.CRF.viterbi`)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import keras
 from kpipe.families.encoder_inputs import backbone_inputs
 from kpipe.families.pretrained_tagger.config import PretrainedTaggerConfig
 from kpipe.layers.crf import CRF
+from kpipe.tokens import CASING_CLASSES
 
 
 @keras.saving.register_keras_serializable(package="kpipe")
@@ -46,7 +47,7 @@ def encoder_features(backbone: keras.Model, features: str) -> keras.Model:
 
 def build_pretrained_tagger(config: PretrainedTaggerConfig, backbone: keras.Model) -> keras.Model:
     """The tagger on the windows' inputs (the backbone's, each (windows, length)) and {"word_index", "word_mask"}
-    (batch, words); outputs (batch, words, tags)."""
+    [and "casing", with `config.casing`] (batch, words); outputs (batch, words, tags)."""
     if config.backbone_training == "frozen":
         backbone.trainable = False
     encoder = encoder_features(backbone, config.features)
@@ -54,6 +55,11 @@ def build_pretrained_tagger(config: PretrainedTaggerConfig, backbone: keras.Mode
     word_index = keras.Input((None,), dtype="int32", name="word_index")
     word_mask = keras.Input((None,), dtype="bool", name="word_mask")
     x = GatherWords(name="first_pieces")(encoder(inputs), word_index)
+    words = {"word_index": word_index, "word_mask": word_mask}
+    if config.casing:
+        words["casing"] = keras.Input((None,), dtype="int32", name="casing")
+        casing = keras.layers.Embedding(CASING_CLASSES, config.casing_dim, name="casing_embedding")(words["casing"])
+        x = keras.layers.Concatenate(name="with_casing")([x, casing])
     x = keras.layers.Dropout(config.dropout, name="feature_dropout")(x)
     if config.head == "bilstm":
         x = keras.layers.Bidirectional(keras.layers.LSTM(config.head_units, return_sequences=True),
@@ -64,5 +70,4 @@ def build_pretrained_tagger(config: PretrainedTaggerConfig, backbone: keras.Mode
         outputs = CRF(config.num_tags, name="crf")(scores)
     else:
         outputs = keras.layers.Activation("softmax", dtype="float32", name="probabilities")(scores)
-    return keras.Model({**inputs, "word_index": word_index, "word_mask": word_mask}, outputs,
-                       name="pretrained_tagger")
+    return keras.Model({**inputs, **words}, outputs, name="pretrained_tagger")

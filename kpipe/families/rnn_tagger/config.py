@@ -9,8 +9,6 @@ from kpipe.layers.settings import CELL_CLASSES
 
 TAGGER_OUTPUTS = ("softmax", "crf")
 CHAR_FEATURES = ("cnn", "lstm", "none")
-# padding, numeric, holds a digit, all lower, all upper, initial upper, other (kpipe.preprocessing.tagging)
-CASING_CLASSES = 7
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

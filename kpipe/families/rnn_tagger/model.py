@@ -8,9 +8,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kpipe.families.rnn_tagger.config import CASING_CLASSES, RNNTaggerConfig
+from kpipe.families.rnn_tagger.config import RNNTaggerConfig
 from kpipe.layers.crf import CRF
 from kpipe.layers.recurrent_cells import CELLS
+from kpipe.tokens import CASING_CLASSES
 
 
 @keras.saving.register_keras_serializable(package="kpipe")

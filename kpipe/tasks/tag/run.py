@@ -40,7 +40,8 @@ def _run_tag(run: Run, config: PipelineConfig) -> RunResult:
     if isinstance(config.model, PretrainedTaggerConfig):  # the preset first: a missing one fails in seconds
         tokenizer = presets.load_word_piece_tokenizer(config.model.preset, pre.sequence_length)
         splits = load_tagged(config.data)
-        inputs = WordPieceWindows(tokenizer, sequence_length=pre.sequence_length, stride=pre.stride)
+        inputs = WordPieceWindows(tokenizer, sequence_length=pre.sequence_length, stride=pre.stride,
+                                  casing=config.model.casing)
         model_config, words, vectors = dataclasses.replace(config.model, num_tags=len(splits.tags)), [], None
         tables = None
     else:

@@ -272,9 +272,9 @@ FAMILY_CASES = [
     FamilyCase("pretrained_reader", "pretrained_reader", _pretrained_reader, SpanLoss(), (BATCH, None, 2)),
     FamilyCase("pretrained_tagger[last, softmax]", "pretrained_tagger", _pretrained_tagger(), SPARSE_CE,
                (BATCH, None, 5)),
-    FamilyCase("pretrained_tagger[concat_last_four, BiLSTM, CRF]", "pretrained_tagger",
-               _pretrained_tagger(features="concat_last_four", head="bilstm", head_units=4, output="crf"), "crf",
-               (BATCH, None, 5)),
+    FamilyCase("pretrained_tagger[concat_last_four, casing, BiLSTM, CRF]", "pretrained_tagger",
+               _pretrained_tagger(features="concat_last_four", casing=True, casing_dim=3, head="bilstm", head_units=4,
+                                  output="crf"), "crf", (BATCH, None, 5)),
     FamilyCase("cbow", "cbow", _word2vec("cbow"), "negative_sampling", (BATCH, None), training_steps=2),
 ]
 

@@ -60,3 +60,20 @@ def test_a_sentence_ten_windows_long_is_read_whole(tokenizer):
     assert len(out["token_ids"]) >= 10 + 1  # the long sentence's windows and the short one's
     assert len(set(out["word_index"][0].tolist())) == 200  # every word read, each at a place of its own
     assert out["padding_mask"].sum(axis=1).max() == 24
+
+
+def test_casing_classes_come_with_the_windows_only_when_asked(tokenizer):
+    """The uncased tokenizer reads "Paris" and "paris" alike; with `casing` each word also brings its casing class
+    (what a tagger with `model.casing` embeds), padding 0."""
+    from kpipe.preprocessing.tagging import casing_ids
+    from kpipe.tokens import CASING_CLASSES
+
+    words = tf.constant(pad_words([["Paris", "paris", "PARIS", "42", "."], ["the"]]))
+    plain = WordPieceWindows(tokenizer, sequence_length=12, stride=5)(words)
+    cased = WordPieceWindows(tokenizer, sequence_length=12, stride=5, casing=True)(words)
+    assert "casing" not in plain and sorted(cased) == sorted([*plain, "casing"])
+    casing = cased["casing"].numpy()
+    assert casing.tolist() == casing_ids(words).numpy().tolist()
+    assert len(set(casing[0].tolist())) == 5 and casing[1, 1:].tolist() == [0] * 4
+    assert casing.max() < CASING_CLASSES
+    np.testing.assert_array_equal(cased["token_ids"].numpy(), plain["token_ids"].numpy())
