@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import warnings
 from pathlib import Path
 
 from kpipe.exports.onnx_recurrent import recurrent_onnx
@@ -19,7 +20,11 @@ def write_onnx(model, path: Path, quantize: str, spec: dict) -> None:
 
         onnx.save(fused, str(path))
     else:
-        model.export(str(path), format="onnx", verbose=False)
+        # tf2onnx logs its steps at INFO ("Computed 0 values for constant folding", ...) whatever `verbose` says, and
+        # Keras' bridge to it warns of NumPy's np.object: a user of `kpipe export` reads neither
+        with _quiet("tf2onnx"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            model.export(str(path), format="onnx", verbose=False)
     if quantize == "int8":
         quantize_onnx(path, weight_only=spec["kind"] in ("wordpiece", "reader"))
 
@@ -59,7 +64,8 @@ def quantize_onnx(path: Path, weight_only: bool) -> None:
 
 @contextlib.contextmanager
 def _quiet(logger: str, below: int = logging.WARNING):
-    """The named logger silenced below `below` (onnxruntime's weight quantizer logs a line per node at INFO)."""
+    """The named logger (and the loggers under it that set no level) silenced below `below` (onnxruntime's weight
+    quantizer logs a line per node at INFO, tf2onnx each step of a conversion)."""
     found = logging.getLogger(logger)
     level = found.level
     found.setLevel(below)
