@@ -52,6 +52,26 @@ def open_network(path: Path, fmt: str, xnnpack_resizes: bool = True, threads: in
         raise MissingDependencyError(f"{path} runs with {module}, which is not installed; {install}") from None
 
 
+def empty_batch(inputs: tuple) -> bool:
+    """Whether `inputs` (arrays, or one dict of named arrays, batch first) hold no rows."""
+    arrays = list(inputs[0].values()) if len(inputs) == 1 and isinstance(inputs[0], dict) else inputs
+    return len(arrays[0]) == 0
+
+
+def one_row(inputs: tuple) -> tuple:
+    """An empty batch's stand-in: one row of ones in each input's dtype and shape (a length of 0 becomes 1).
+    A runtime is never called on no rows (onnxruntime's recurrent kernels crash the whole process on them: a
+    client's empty list would take a server down); the caller answers the stand-in's outputs cut to none ([:0]),
+    which have the shape an answer of no rows has."""
+    def ones(array: np.ndarray) -> np.ndarray:
+        array = np.asarray(array)
+        return np.ones([1, *(d or 1 for d in array.shape[1:])], array.dtype)
+
+    if len(inputs) == 1 and isinstance(inputs[0], dict):
+        return ({name: ones(array) for name, array in inputs[0].items()},)
+    return tuple(ones(array) for array in inputs)
+
+
 def input_order(name: str) -> tuple:
     """The networks' inputs in the order the runtime passes them: token ids, or n-gram ids then their values
     (the converters name and order inputs their own way)."""

@@ -203,18 +203,16 @@ class PortableForecaster(PortableExport):
     def serve(self, window: np.ndarray) -> dict[str, np.ndarray]:
         """`window` (batch, window, features) in original units -> {"forecast", "lower_80", "upper_80", ...}, each
         (batch, horizon) in original units. Windows of another shape are a `KpipeError` (a 400 when served), as the
-        SavedModel's input signature refuses them; a batch of none answers none (onnxruntime's recurrent kernels
-        abort the whole process on an empty batch)."""
+        SavedModel's input signature refuses them."""
         window = np.asarray(window, np.float32)
         expected = (self.spec["window"], len(self.spec["features"]))
+        if window.size == 0 and window.ndim and not len(window):  # an empty list: no windows, as the SavedModel
+            window = window.reshape((0, *expected))
         if window.ndim != 3 or window.shape[1:] != expected:
             raise KpipeError(f"windows of shape {list(window.shape)}; this forecaster reads (batch, {expected[0]}, "
                              f"{expected[1]}): the last {expected[0]} steps of its {expected[1]} feature(s)")
-        if not len(window):
-            forecast = np.zeros((0, self.spec["horizon"]), np.float32)
-        else:
-            scaled = ((window - self.mean) / self.scale).astype(np.float32)
-            forecast = np.asarray(self.network(scaled), np.float32) * self.scale[0] + self.mean[0]
+        scaled = ((window - self.mean) / self.scale).astype(np.float32)
+        forecast = np.asarray(self.network(scaled), np.float32) * self.scale[0] + self.mean[0]
         outputs = {"forecast": forecast}
         for level, width in self.half_widths.items():
             outputs[f"lower_{level}"], outputs[f"upper_{level}"] = forecast - width, forecast + width

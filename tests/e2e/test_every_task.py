@@ -89,10 +89,17 @@ def test_an_onnx_export_answers_as_the_savedmodel(case, task_run, task_portable)
     family = json.loads((run.export / "kpipe.json").read_text())["family"]
     if not TASKS[case.task].family(family).portable:
         pytest.skip(f"{family} does not export as ONNX")
-    inputs = as_arrays(case.portable_inputs or inputs_of(case))
-    expected = loaded(run.export).signatures[case.signature](inputs)
-    portable = load_version(task_portable(case.task)).signatures[case.signature](inputs)
-    assert_same_outputs(portable, expected, max(case.tolerance, 1e-4), "onnx")
+    raw = case.portable_inputs or inputs_of(case)
+    portable = load_version(task_portable(case.task)).signatures[case.signature]
+    for inputs, where in ((as_arrays(raw), "onnx"), (as_arrays(no_rows(raw)), "onnx, a batch of no rows")):
+        # no rows: what a REST client's empty list sends (onnxruntime's recurrent kernels crashed the process on it)
+        expected = loaded(run.export).signatures[case.signature](inputs)
+        assert_same_outputs(portable(inputs), expected, max(case.tolerance, 1e-4), where)
+
+
+def no_rows(inputs: dict) -> dict:
+    """The inputs cut to a batch of none (the batched ones: lists; settings such as a count stay)."""
+    return {name: value[:0] if isinstance(value, list) else value for name, value in inputs.items()}
 
 
 @pytest.mark.slow
