@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-from kpipe.portable.network import Network, empty_batch, input_order, one_row
+from kpipe.portable.network import Network, input_order
 
 
 class LiteRTNetwork(Network):
@@ -33,9 +33,7 @@ class LiteRTNetwork(Network):
         self.interpreter.allocate_tensors()
         self.output_index = self.interpreter.get_output_details()[0]["index"]
 
-    def __call__(self, *inputs) -> np.ndarray:
-        if empty_batch(inputs):
-            return self(*one_row(inputs))[:0]
+    def _run(self, *inputs) -> np.ndarray:
         if len(inputs) == 1 and isinstance(inputs[0], dict):  # a pretrained encoder's named inputs
             return self._named(inputs[0])
 

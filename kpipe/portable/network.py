@@ -21,7 +21,18 @@ class Network:
 
     def __call__(self, *inputs) -> np.ndarray:
         """The network on `inputs` (one array, the n-gram ids and values, or one dict of named arrays), batch
-        first."""
+        first. A batch of no rows never reaches the runtime (onnxruntime's recurrent kernels crash the whole
+        process on one: a client's empty list would take a server down): one row of ones stands in, and its
+        answer cut to none has the shape an answer of no rows has."""
+        named = len(inputs) == 1 and isinstance(inputs[0], dict)
+        arrays = [np.asarray(a) for a in (inputs[0].values() if named else inputs)]
+        if len(arrays[0]) == 0:
+            ones = [np.ones([1, *(d or 1 for d in a.shape[1:])], a.dtype) for a in arrays]
+            return self._run(*([dict(zip(inputs[0], ones))] if named else ones))[:0]
+        return self._run(*inputs)
+
+    def _run(self, *inputs) -> np.ndarray:
+        """`__call__` on a batch of at least one row, in the runtime."""
         raise NotImplementedError
 
     def outputs(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -50,26 +61,6 @@ def open_network(path: Path, fmt: str, xnnpack_resizes: bool = True, threads: in
         return LiteRTNetwork(path, xnnpack_resizes=xnnpack_resizes, threads=threads)
     except ImportError:
         raise MissingDependencyError(f"{path} runs with {module}, which is not installed; {install}") from None
-
-
-def empty_batch(inputs: tuple) -> bool:
-    """Whether `inputs` (arrays, or one dict of named arrays, batch first) hold no rows."""
-    arrays = list(inputs[0].values()) if len(inputs) == 1 and isinstance(inputs[0], dict) else inputs
-    return len(arrays[0]) == 0
-
-
-def one_row(inputs: tuple) -> tuple:
-    """An empty batch's stand-in: one row of ones in each input's dtype and shape (a length of 0 becomes 1).
-    A runtime is never called on no rows (onnxruntime's recurrent kernels crash the whole process on them: a
-    client's empty list would take a server down); the caller answers the stand-in's outputs cut to none ([:0]),
-    which have the shape an answer of no rows has."""
-    def ones(array: np.ndarray) -> np.ndarray:
-        array = np.asarray(array)
-        return np.ones([1, *(d or 1 for d in array.shape[1:])], array.dtype)
-
-    if len(inputs) == 1 and isinstance(inputs[0], dict):
-        return ({name: ones(array) for name, array in inputs[0].items()},)
-    return tuple(ones(array) for array in inputs)
 
 
 def input_order(name: str) -> tuple:

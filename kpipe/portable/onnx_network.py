@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 
-from kpipe.portable.network import Network, empty_batch, input_order, one_row
+from kpipe.portable.network import Network, input_order
 
 ONNX_TYPES = {"tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(bool)": np.bool_,
               "tensor(float)": np.float32}
@@ -22,9 +22,7 @@ class OnnxNetwork(Network):
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.input_names = sorted((i.name for i in self.session.get_inputs()), key=input_order)
 
-    def __call__(self, *inputs) -> np.ndarray:
-        if empty_batch(inputs):
-            return self(*one_row(inputs))[:0]
+    def _run(self, *inputs) -> np.ndarray:
         if len(inputs) == 1 and isinstance(inputs[0], dict):  # a pretrained encoder's named inputs
             return self._named(inputs[0])
         return self.session.run(None, dict(zip(self.input_names, inputs)))[0]

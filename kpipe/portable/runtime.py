@@ -206,7 +206,7 @@ class PortableForecaster(PortableExport):
         SavedModel's input signature refuses them."""
         window = np.asarray(window, np.float32)
         expected = (self.spec["window"], len(self.spec["features"]))
-        if window.size == 0 and window.ndim and not len(window):  # an empty list: no windows, as the SavedModel
+        if window.shape == (0,):  # an empty list: no windows, as the SavedModel reads it
             window = window.reshape((0, *expected))
         if window.ndim != 3 or window.shape[1:] != expected:
             raise KpipeError(f"windows of shape {list(window.shape)}; this forecaster reads (batch, {expected[0]}, "

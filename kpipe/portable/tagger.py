@@ -17,10 +17,11 @@ from kpipe.errors import KpipeError
 from kpipe.portable.export_files import PREPROCESSING_FILE
 from kpipe.portable.network import open_network
 from kpipe.portable.runtime import PortableExport, inside
+from kpipe.tokens import CASING_CLASSES
 
 PAD, UNKNOWN = 0, 1  # as kpipe.preprocessing.tagging numbers them
 WHITESPACE = frozenset("\t\n\f\r ")  # RE2's \s, which the graph's split drops
-CASING_OTHER = 6  # one past the five classes of kpipe.preprocessing.tagging.CASING_PATTERNS
+CASING_OTHER = CASING_CLASSES - 1  # the class after kpipe.preprocessing.tagging.CASING_PATTERNS's five
 
 
 def is_word_character(c: str) -> bool:

@@ -33,7 +33,10 @@ TEXTS = ["Barack Obama's visit to the U.S. (2016) cost $1,200.50 @john #NLP e-ma
 def test_words_their_offsets_and_casing_are_the_graphs():
     import tensorflow as tf
 
-    from kpipe.preprocessing.tagging import casing_ids, split_words as graph_split
+    from kpipe.preprocessing.tagging import CASING_PATTERNS, casing_ids, split_words as graph_split
+    from kpipe.tokens import CASING_CLASSES
+
+    assert CASING_CLASSES == len(CASING_PATTERNS) + 2  # the embeddings' rows: padding, each pattern, "other"
 
     words, starts, ends = graph_split(tf.constant(TEXTS))
     for i, text in enumerate(TEXTS):
