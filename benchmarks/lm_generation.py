@@ -85,7 +85,7 @@ def main() -> None:
         config = GPTConfig(vocabulary_size=bpe.size, max_sequence_length=longest, num_layers=2, num_heads=4,
                            hidden_dim=128, intermediate_dim=512, dropout=0.0, attention=attention)
         model = build_gpt(config)
-        servings[attention] = LanguageModelServing(model, gpt_decoder(model, config), bpe, longest)
+        servings[attention] = LanguageModelServing(model, gpt_decoder(model, config), bpe, longest, longest)
     model = servings["softmax"].model
     forward = tf.function(lambda x: model({"token_ids": x, "padding_mask": tf.ones_like(x, tf.bool)}),
                           reduce_retracing=True)

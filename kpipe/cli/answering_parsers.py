@@ -100,9 +100,14 @@ def add_perplexity(sub, commands) -> None:
         description="Scores the documents of --file with the export's `score` signature: perplexity per "
                     "whitespace-separated word and bits per character, figures that compare across tokenizers.")
     perplexity.add_argument("model", help=MODEL_HELP)
-    perplexity.add_argument("--file", required=True, help="a UTF-8 text file (.gz too): a document per line, or per "
-                                                          "paragraph with --paragraphs")
-    perplexity.add_argument("--paragraphs", action="store_true", help="documents are separated by blank lines")
+    perplexity.add_argument("--file", required=True, help="a UTF-8 text file (.gz too): a document per line, or as "
+                                                          "--documents says")
+    perplexity.add_argument("--documents", choices=("lines", "paragraphs", "articles"), default="lines",
+                            help="what one document of --file is, as the pipelines' data.documents: a line, lines up "
+                                 "to a blank line, or WikiText's lines from one ' = Title = ' heading to the next "
+                                 "(default: lines)")
+    perplexity.add_argument("--paragraphs", dest="documents", action="store_const", const="paragraphs",
+                            help="the same as --documents paragraphs")
     perplexity.set_defaults(func=commands.cmd_perplexity)
 
 

@@ -353,7 +353,7 @@ def _write_text(args, model_dir: Path) -> int:
 def cmd_perplexity(args) -> int:
     from kpipe.tasks.lm.predict import read_documents_file
 
-    documents = read_documents_file(args.file, paragraphs=args.paragraphs)
+    documents = read_documents_file(args.file, documents=args.documents)
     model_dir = export_of(args, "lm", "kpipe perplexity", signature="score")
     from kpipe.tasks.lm.predict import perplexity
 

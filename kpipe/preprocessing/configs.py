@@ -192,10 +192,24 @@ class LanguageModelPreprocessingConfig(Checked):
             and the merges).
         sequence_length: tokens the model reads at once: training windows, and the most a prompt plus its
             continuation can hold.
+        stride: tokens between the starts of two windows when a text longer than the context is scored: each
+            window after the first scores only its last `stride` tokens, read after the ones before them, so every
+            token but the first window's has at least `sequence_length - stride` tokens of context (0: half the
+            sequence_length; sequence_length: consecutive windows, each starting afresh).
     """
 
     vocabulary_size: int = setting(8000, at_least(300))
     sequence_length: int = setting(128, at_least(8))
+    stride: int = setting(0, at_least(0))
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_range("stride", self.stride, high=self.sequence_length)
+
+    @property
+    def score_stride(self) -> int:
+        """The stride that scoring uses (`stride`, or half the sequence_length when 0)."""
+        return self.stride or max(1, self.sequence_length // 2)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

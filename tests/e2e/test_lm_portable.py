@@ -32,7 +32,7 @@ def source(request, tmp_path_factory, task_run):
                                            for _ in range(count)), encoding="utf-8")
     code, printed = kpipe_in_process(
         "run", "lm-wikitext-lstm", "--data", "train.txt", "--set", 'data.test_path="valid.txt"', "--set",
-        "data.split_by=document", "--set", "training.epochs=1", "--set", "preprocessing.vocabulary_size=300", "--set",
+        "data.documents=lines", "--set", "training.epochs=1", "--set", "preprocessing.vocabulary_size=300", "--set",
         "preprocessing.sequence_length=32", "--set", "model.embedding_dim=16", "--set", "model.units=[16, 12]",
         cwd=folder)
     assert code == 0, printed[-3000:]

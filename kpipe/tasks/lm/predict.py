@@ -114,7 +114,7 @@ def write(model_dir: Path, prompts: list[str], settings: SamplerSettings) -> lis
     return [text.decode("utf-8", "replace") for text in out["text"].numpy()]
 
 
-def read_documents_file(path: str, *, paragraphs: bool) -> list[str]:
+def read_documents_file(path: str, *, documents: str = "lines") -> list[str]:
     """The documents of a text file, read as training files are (`kpipe.datasets.documents`).
 
     Raises:
@@ -122,8 +122,7 @@ def read_documents_file(path: str, *, paragraphs: bool) -> list[str]:
     """
     from kpipe.datasets.documents import DocumentsDataConfig, read_documents
 
-    return read_documents(path, DocumentsDataConfig(source="file", path=path,
-                                                    documents="paragraphs" if paragraphs else "lines"))
+    return read_documents(path, DocumentsDataConfig(source="file", path=path, documents=documents))
 
 
 def perplexity(model_dir: Path, documents: list[str]) -> dict:

@@ -51,7 +51,7 @@ def _run_lm(run: Run, config: PipelineConfig) -> RunResult:
     model_config = derived(config.model, vocabulary_size=bpe.size, max_sequence_length=pre.sequence_length)
     model, history, windows_per_epoch = train(run, model_config, tokens, bpe.end_of_text, pre.sequence_length)
     decoder = family_spec("lm", model_config.family).decoding()(model, model_config)
-    serving = LanguageModelServing(model, decoder, bpe, pre.sequence_length)
+    serving = LanguageModelServing(model, decoder, bpe, pre.sequence_length, pre.score_stride)
     def score(texts: list[str]) -> dict:  # the export's own `score`, on a batch of texts, as NumPy arrays
         return {key: value.numpy() for key, value in serving.score(tf.constant(texts)).items()}
 

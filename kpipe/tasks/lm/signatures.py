@@ -30,9 +30,9 @@ BEAM_WIDTH = 4  # the `beam_search` signature's beams (keras-hub's BeamSampler t
 class LanguageModelServing(tf.Module):
     """The trained model, its tokenizer and its samplers behind the export's four signatures."""
 
-    def __init__(self, model: keras.Model, decoder, bpe: ByteBPE, sequence_length: int):
+    def __init__(self, model: keras.Model, decoder, bpe: ByteBPE, sequence_length: int, stride: int):
         super().__init__()
-        self.model, self.decoder, self.sequence_length = model, decoder, sequence_length
+        self.model, self.decoder, self.sequence_length, self.stride = model, decoder, sequence_length, stride
         self.tokenizer = bpe.in_graph()
         self.end_of_text = bpe.end_of_text
         self.greedy = keras_hub.samplers.GreedySampler()
@@ -156,20 +156,29 @@ class LanguageModelServing(tf.Module):
     # === Scoring ===
 
     def _score(self, text):
-        """ln p(text) under the model, its tokens read after the end-of-text token; texts longer than the context
-        are read in consecutive windows of `sequence_length` tokens (each window starts afresh)."""
+        """ln p(text) under the model, its tokens read after the end-of-text token. A text longer than the context
+        is read in windows of `sequence_length` tokens starting every `stride` tokens: the first window scores all
+        its tokens, each later one only its last `stride`, read after the tokens before them (stride =
+        sequence_length: consecutive windows, each starting afresh)."""
         ids = self.tokens_after_start(text)
         inputs, targets = ids[:, :-1], ids[:, 1:]
         lengths = tf.cast(targets.row_lengths(), tf.int32)
-        window = self.sequence_length
-        width = tf.maximum((tf.reduce_max(lengths) + window - 1) // window, 1) * window
-        dense_inputs = tf.reshape(padded(inputs, width), [-1, window])
-        dense_targets = tf.reshape(padded(targets, width), [-1, window])
-        mask = tf.reshape(tf.sequence_mask(lengths, width), [-1, window])
-        logits = self.model({"token_ids": dense_inputs, "padding_mask": mask}, training=False)
+        window, stride = self.sequence_length, self.stride
+        longest = tf.maximum(tf.reduce_max(lengths), 0)  # an empty batch's maximum is the lowest int32
+        count = 1 + (tf.maximum(longest - window, 0) + stride - 1) // stride  # windows per text
+        width = window + (count - 1) * stride
+
+        def framed(dense):  # (texts, width) -> (texts * count, window)
+            return tf.reshape(tf.signal.frame(dense, window, stride, axis=1), [-1, window])
+
+        dense_inputs, dense_targets = framed(padded(inputs, width)), framed(padded(targets, width))
+        present = framed(tf.cast(tf.sequence_mask(lengths, width), tf.int32)) > 0
+        new = (tf.range(count)[:, None] == 0) | (tf.range(window)[None, :] >= window - stride)  # (count, window)
+        scored = present & tf.reshape(tf.tile(new[None], [tf.shape(text)[0], 1, 1]), [-1, window])
+        logits = self.model({"token_ids": dense_inputs, "padding_mask": present}, training=False)
         logits = tf.cast(logits, tf.float32)
         token_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(dense_targets, logits)
-        token_log_probs = tf.where(mask, token_log_probs, 0.0)
+        token_log_probs = tf.where(scored, token_log_probs, 0.0)
         per_text = tf.reduce_sum(tf.reshape(token_log_probs, [tf.shape(text)[0], -1]), axis=1)
         word_counts = tf.cast(tf.strings.split(text).row_lengths(), tf.int32)
         return {"log_likelihood": per_text, "words": word_counts, "tokens": lengths,
@@ -191,5 +200,6 @@ def write_language_model_export(path: Path, *, model: keras.Model, serving: Lang
     run_files.write_run_files(path, model=model, config=config, metrics=metrics, history=history, work_dir=work_dir)
     bpe.save(path / TOKENIZER_FILE)
     manifest.update(path, warm_up_rows=1)  # the server's warm-up: one row traces all a SavedModel needs
-    reporting.write_json({"sequence_length": serving.sequence_length, "vocabulary_size": bpe.size},
+    reporting.write_json({"sequence_length": serving.sequence_length, "stride": serving.stride,
+                          "vocabulary_size": bpe.size},
                          path / LM_SETTINGS_FILE)

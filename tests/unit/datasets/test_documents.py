@@ -51,6 +51,13 @@ def test_split_by_article_keeps_an_articles_paragraphs_in_one_split(tmp_path):
         {t.split()[1] for t in by_line.test if t.startswith("article")}  # by line, articles straddle the split
 
 
+def test_a_document_per_article_reads_its_paragraphs_in_order_under_its_heading(tmp_path):
+    path = tmp_path / "wiki.txt"
+    path.write_text(" \n preamble \n = First = \n \n one \n = = Part = = \n two \n = Second = \n three \n")
+    assert read_documents(path, config(path, documents="articles")) == [
+        " preamble ", " = First = \n one \n = = Part = = \n two ", " = Second = \n three "]
+
+
 def test_a_table_is_read_by_its_text_column_and_null_texts_are_refused(tmp_path):
     path = tmp_path / "docs.csv"
     pd.DataFrame({"body": ["one text", "another"]}).to_csv(path, index=False)

@@ -15,6 +15,7 @@ from kpipe.tasks.lm.signatures import BEAM_WIDTH, LanguageModelServing
 TEXTS = ["In the beginning God created the heavens and the earth.", "And God said, let there be light.",
          "The earth was without form, and void; and darkness was upon the face of the deep."] * 10
 CONTEXT = 24
+STRIDE = 10  # scoring windows start every STRIDE tokens (not a divisor of CONTEXT: the last window is partial)
 
 
 MODELS = {  # a small model of each family (and cell), dropout on: generation must not apply it
@@ -37,7 +38,7 @@ def served(request):
     config = MODELS[request.param](bpe.size)
     spec = family_spec("lm", config.family)
     model = spec.build(config)
-    return bpe, model, LanguageModelServing(model, spec.decoding()(model, config), bpe, CONTEXT)
+    return bpe, model, LanguageModelServing(model, spec.decoding()(model, config), bpe, CONTEXT, STRIDE)
 
 
 def log_softmax(logits):
@@ -90,21 +91,25 @@ def test_beam_search_equals_a_beam_search_that_reruns_the_model(served):
 
 
 def test_score_is_the_log_softmax_of_the_models_logits_over_windows(served):
+    """Each token is scored in the first window that holds it (windows of CONTEXT tokens every STRIDE), read after
+    the window's tokens before it."""
     bpe, model, serving = served
-    texts = [TEXTS[0], " ".join(TEXTS[:4])]  # the second needs several windows of CONTEXT tokens
+    texts = [TEXTS[0], " ".join(TEXTS[:4]), ""]  # the second needs several windows of CONTEXT tokens
     out = {k: v.numpy() for k, v in serving.score(tf.constant(texts)).items()}
     for i, text in enumerate(texts):
         ids = [bpe.end_of_text] + bpe.encode([text])[0]
         inputs, targets = ids[:-1], ids[1:]
-        assert len(targets) > CONTEXT or i == 0
-        total = 0.0
-        for start in range(0, len(inputs), CONTEXT):  # each window read afresh, as the docstring says
-            window = inputs[start:start + CONTEXT]
-            log_probs = log_softmax(full_model_logits(model, window).astype("float64"))
-            total += sum(log_probs[j, t] for j, t in enumerate(targets[start:start + CONTEXT]))
-        assert out["log_likelihood"][i] == pytest.approx(total, rel=1e-4)
+        assert len(targets) > CONTEXT + 2 * STRIDE or i != 1
+        total, logits = 0.0, {}
+        for j, target in enumerate(targets):
+            start = max(0, (j - CONTEXT) // STRIDE + 1) * STRIDE
+            if start not in logits:
+                logits[start] = log_softmax(full_model_logits(model, inputs[start:start + CONTEXT]).astype("float64"))
+            total += logits[start][j - start, target]
+        assert out["log_likelihood"][i] == pytest.approx(total, rel=1e-4, abs=1e-6)
         assert out["tokens"][i] == len(targets) and out["words"][i] == len(text.split())
         assert out["characters"][i] == len(text)
+    assert serving.score(tf.constant([], tf.string))["log_likelihood"].shape == (0,)
 
 
 @pytest.mark.parametrize("served", ["gpt"], indirect=True)  # the samplers' settings: the same for every decoder
