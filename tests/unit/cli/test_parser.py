@@ -22,3 +22,18 @@ def test_top_level_options_are_kept_and_unknown_options_still_refused(capsys):
     with pytest.raises(SystemExit) as error:
         parse(build_parser(), ["predict", "model", "--bogus", "hello"])
     assert error.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options, documents", [([], "lines"), (["--paragraphs"], "paragraphs"),
+                                                (["--documents", "articles"], "articles")])
+def test_kpipe_perplexity_reads_its_file_as_the_pipelines_data_documents_says(tmp_path, options, documents):
+    from kpipe.tasks.lm.predict import read_documents_file
+
+    path = tmp_path / "wiki.txt"
+    path.write_text(" = One = \nfirst\n\nsecond\n = Two = \nthird\n", encoding="utf-8")
+    args = parse(build_parser(), ["perplexity", "model", "--file", str(path), *options])
+    assert args.documents == documents
+    assert read_documents_file(args.file, documents=args.documents) == {
+        "lines": [" = One = ", "first", "second", " = Two = ", "third"],
+        "paragraphs": [" = One = \nfirst", "second\n = Two = \nthird"],
+        "articles": [" = One = \nfirst\nsecond", " = Two = \nthird"]}[documents]
