@@ -24,15 +24,18 @@ from kpipe.exports import manifest, run_files, saved_model
 from kpipe.preprocessing.byte_bpe import ByteBPE
 
 DEFAULT_NEW_TOKENS = 64
+SCORE_WINDOWS = 32  # windows `score` runs through the model at once (their logits: 32 x context x vocabulary floats)
 BEAM_WIDTH = 4  # the `beam_search` signature's beams (keras-hub's BeamSampler takes it when the graph is built)
 
 
 class LanguageModelServing(tf.Module):
     """The trained model, its tokenizer and its samplers behind the export's four signatures."""
 
-    def __init__(self, model: keras.Model, decoder, bpe: ByteBPE, sequence_length: int, stride: int):
+    def __init__(self, model: keras.Model, decoder, bpe: ByteBPE, sequence_length: int, stride: int, *,
+                 score_windows: int = SCORE_WINDOWS):
         super().__init__()
         self.model, self.decoder, self.sequence_length, self.stride = model, decoder, sequence_length, stride
+        self.score_windows = score_windows
         self.tokenizer = bpe.in_graph()
         self.end_of_text = bpe.end_of_text
         self.greedy = keras_hub.samplers.GreedySampler()
@@ -175,11 +178,30 @@ class LanguageModelServing(tf.Module):
         present = framed(tf.cast(tf.sequence_mask(lengths, width), tf.int32)) > 0
         new = (tf.range(count)[:, None] == 0) | (tf.range(window)[None, :] >= window - stride)  # (count, window)
         scored = present & tf.reshape(tf.tile(new[None], [tf.shape(text)[0], 1, 1]), [-1, window])
-        logits = self.model({"token_ids": dense_inputs, "padding_mask": present}, training=False)
-        logits = tf.cast(logits, tf.float32)
-        token_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(dense_targets, logits)
-        token_log_probs = tf.where(scored, token_log_probs, 0.0)
-        per_text = tf.reduce_sum(tf.reshape(token_log_probs, [tf.shape(text)[0], -1]), axis=1)
+        # Only windows that score a token are run (a short text beside a long one pads to many empty windows), at
+        # most `score_windows` at a time: a batch of long texts would otherwise hold all their logits at once (a
+        # WikiText article of 25,000 tokens is 200 windows: 16 such texts' logits overflow int32 indexing).
+        kept = tf.where(tf.reduce_any(scored, axis=1))[:, 0]
+        text_of_window = tf.gather(tf.repeat(tf.range(tf.shape(text)[0]), count), kept)
+        chunks = (tf.size(kept) + self.score_windows - 1) // self.score_windows
+
+        def chunk_of(values):  # (kept windows, window) -> (chunks, score_windows, window), padded with masked rows
+            values = tf.gather(values, kept)
+            padding = chunks * self.score_windows - tf.size(kept)
+            return tf.reshape(tf.pad(values, [[0, padding], [0, 0]]), [chunks, self.score_windows, window])
+
+        def window_log_likelihoods(chunk):
+            token_ids, targets, mask, scored_here = chunk
+            logits = tf.cast(self.model({"token_ids": token_ids, "padding_mask": mask}, training=False), tf.float32)
+            token_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(targets, logits)
+            return tf.reduce_sum(tf.where(scored_here, token_log_probs, 0.0), axis=1)
+
+        per_window = tf.map_fn(window_log_likelihoods, (chunk_of(dense_inputs), chunk_of(dense_targets),
+                                                        chunk_of(present), chunk_of(scored)),
+                               fn_output_signature=tf.TensorSpec([self.score_windows], tf.float32),
+                               parallel_iterations=1)
+        per_text = tf.math.unsorted_segment_sum(tf.reshape(per_window, [-1])[:tf.size(kept)], text_of_window,
+                                                tf.shape(text)[0])
         word_counts = tf.cast(tf.strings.split(text).row_lengths(), tf.int32)
         return {"log_likelihood": per_text, "words": word_counts, "tokens": lengths,
                 "characters": tf.strings.length(text, unit="UTF8_CHAR")}

@@ -15,7 +15,8 @@ from kpipe.tasks.lm.signatures import BEAM_WIDTH, LanguageModelServing
 TEXTS = ["In the beginning God created the heavens and the earth.", "And God said, let there be light.",
          "The earth was without form, and void; and darkness was upon the face of the deep."] * 10
 CONTEXT = 24
-STRIDE = 10  # scoring windows start every STRIDE tokens (not a divisor of CONTEXT: the last window is partial)
+STRIDE = 10  # scoring windows start every STRIDE tokens (not a divisor of CONTEXT: the last window is partial),
+# run through the model 3 at a time (the second text's windows take several such chunks)
 
 
 MODELS = {  # a small model of each family (and cell), dropout on: generation must not apply it
@@ -38,7 +39,8 @@ def served(request):
     config = MODELS[request.param](bpe.size)
     spec = family_spec("lm", config.family)
     model = spec.build(config)
-    return bpe, model, LanguageModelServing(model, spec.decoding()(model, config), bpe, CONTEXT, STRIDE)
+    return bpe, model, LanguageModelServing(model, spec.decoding()(model, config), bpe, CONTEXT, STRIDE,
+                                             score_windows=3)
 
 
 def log_softmax(logits):
