@@ -14,6 +14,7 @@ Sources (`data.source`):
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import re
 from pathlib import Path
@@ -141,14 +142,10 @@ def read_documents(path: str | Path, config: DocumentsDataConfig) -> list[str]:
 
 
 def articles(lines: list[str]) -> list[str]:
-    """Non-blank lines grouped from one top-level heading to the next (lines before the first heading are one
-    article), each group joined by newlines."""
-    groups: list[list[str]] = []
-    for line in lines:
-        if ARTICLE_HEADING.match(line) or not groups:
-            groups.append([])
-        groups[-1].append(line)
-    return ["\n".join(group) for group in groups]
+    """Non-blank lines grouped by the article `split_keys` gives them (from one top-level heading to the next; lines
+    before the first heading are one article), each group joined by newlines."""
+    return ["\n".join(text for _, text in group)
+            for _, group in itertools.groupby(split_keys(lines, "article"), key=lambda keyed: keyed[0])]
 
 
 def split_keys(documents: list[str], split_by: str) -> list[tuple[str, str]]:
