@@ -113,6 +113,16 @@ def test_a_rule_is_checked_before_the_sections_own_rules_across_fields():
         GPTConfig(hidden_dim=100, num_heads=3)
 
 
+def test_a_language_models_scoring_stride_is_at_most_its_context_and_0_means_half():
+    from kpipe.preprocessing.configs import LanguageModelPreprocessingConfig
+    from kpipe.tasks.named_pipelines import load_pipeline
+
+    assert LanguageModelPreprocessingConfig(sequence_length=100).score_stride == 50
+    assert LanguageModelPreprocessingConfig(sequence_length=100, stride=100).score_stride == 100
+    with pytest.raises(ConfigError, match=r"`stride` must be ≤ 128\. Received: stride=500"):  # before TensorFlow
+        load_pipeline("lm-bible", ["preprocessing.stride=500"])
+
+
 def test_setting_keeps_the_derived_flag_and_the_rule():
     field = setting(3, Range(low=2), derived=True)
     assert field.metadata["derived"] and rule_of(field) == Range(low=2)
