@@ -1,6 +1,7 @@
 """Shared fixtures (the helpers they use: tests/helpers.py, checkpoints.py, made_up_data.py, clusters.py, servers.py). No
 test touches the network."""
 
+import atexit
 import dataclasses
 import json
 import os
@@ -18,9 +19,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # a folder of their own (subprocesses inherit it), not into the developer's ~/.cache. Both xdist workers of
 # one session share it (kpipe writes cache entries atomically), so a GloVe parse or a WordPiece fit that
 # several files need is done once per session, not once per worker.
-_SESSION = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-os.environ.setdefault("KPIPE_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"kpipe-test-cache-{_SESSION}")
-                      if _SESSION else tempfile.mkdtemp(prefix="kpipe-test-cache-"))
+# The process that makes the folder (pytest's, whose workers inherit it) removes it when it exits.
+if "KPIPE_CACHE_DIR" not in os.environ:
+    os.environ["KPIPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="kpipe-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["KPIPE_CACHE_DIR"], ignore_errors=True)
 
 from kpipe.cache import keep_xla_programs  # noqa: E402  (after KPIPE_CACHE_DIR: it names the folder)
 

@@ -232,6 +232,7 @@ def mistakes(tmp_path_factory):
             for case in AFTER_TENSORFLOW}
 
 
+@pytest.mark.slow
 def test_a_data_mistake_through_python_m_kpipe(tmp_path):
     before = prepare(tmp_path)
     result = kpipe(*CASES["one class"][0], cwd=tmp_path)

@@ -30,6 +30,7 @@ def test_a_cpu_run_prints_no_tensorflow_cpp_log_lines(shared_run):
     assert "Training rnn_classifier" in run.stderr  # kpipe's own log lines are still there
 
 
+@pytest.mark.slow
 def test_debug_shows_tensorflows_own_lines_and_info_describes_the_setup(tmp_path, capsys):
     # A real process (TensorFlow's C++ logging is set up once per process); without --debug those lines stay
     # hidden, as the shared run above shows for a whole `kpipe run`.

@@ -30,6 +30,7 @@ def test_every_pipeline_config_parses_without_tensorflow():
     assert "tensorflow" not in loaded and "keras" not in loaded
 
 
+@pytest.mark.slow
 def test_preprocessing_takes_reserved_ids_from_kpipe_tokens_not_from_model_families():
     loaded = modules_after("import kpipe.preprocessing.token_pairs, kpipe.preprocessing.masked_lm, "
                            "kpipe.preprocessing.text")
@@ -54,6 +55,7 @@ def test_an_unknown_embedded_name_lists_the_known_ones_of_its_kind():
         embedded.read("tayler", "time series")
 
 
+@pytest.mark.slow
 def test_importing_a_task_changes_nothing_outside_it():
     """Importing kpipe.tasks.classify used to set TF_XLA_FLAGS, and kpipe.tasks.translate to filter TensorFlow's
     logger: a library import must not (running a pipeline or loading an export does what it needs)."""

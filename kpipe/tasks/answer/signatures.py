@@ -39,18 +39,25 @@ class AnswerServing(tf.Module):
         # until the run chooses it on validation (kpipe.evaluation.squad.best_no_answer_threshold)
         self.no_answer_threshold = tf.Variable(0.0, trainable=False, name="no_answer_threshold")
         self.inputs = {tensor.name.split(":")[0]: tensor.dtype for tensor in model.inputs}
+        strings = tf.TensorSpec([None], tf.string)
+        # Both signatures call one traced graph of the windows and the encoder (a trace costs seconds), not one each
+        self.read = tf.function(self._read, input_signature=[strings, strings])
         self.serve = tf.function(self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="question"),
                                                                tf.TensorSpec([None], tf.string, name="context")])
         self.n_best = tf.function(self._n_best, input_signature=[
             tf.TensorSpec([None], tf.string, name="question"), tf.TensorSpec([None], tf.string, name="context"),
             tf.TensorSpec([], tf.int32, name="k")])
 
-    def span_scores(self, windows: dict) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-        """Per window: the best span's probability, its first and last positions, and the [CLS] pair's probability."""
-        flat, null = self.span_products(windows)
+    def _read(self, question, context) -> tuple[dict, tf.Tensor, tf.Tensor]:
+        """The questions' windows, and every span's probability in each (`span_products`)."""
+        windows = self.windows(question, context)
+        return (windows, *self.span_products(windows))
+
+    def best_spans(self, flat: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """Per window (a row of `span_products`): the best span's probability, its first and last positions."""
         width = self.max_answer_tokens
         best = tf.argmax(flat, axis=1, output_type=tf.int32)
-        return tf.reduce_max(flat, axis=1), best // width, best // width + best % width, null
+        return tf.reduce_max(flat, axis=1), best // width, best // width + best % width
 
     def span_products(self, windows: dict) -> tuple[tf.Tensor, tf.Tensor]:
         """Per window, every span's start x end probability (N, L * max_answer_tokens; -1 where no span may be: the
@@ -85,8 +92,8 @@ class AnswerServing(tf.Module):
         return self.answer(question, context)
 
     def answer(self, question: tf.Tensor, context: tf.Tensor) -> dict[str, tf.Tensor]:
-        windows = self.windows(question, context)
-        score, first, last, null = self.span_scores(windows)
+        windows, flat, null = self.read(question, context)
+        score, first, last = self.best_spans(flat)
         example, count = windows["example"], tf.shape(question)[0]
         top = tf.math.unsorted_segment_max(score, example, count)
         number = tf.range(tf.shape(example)[0])
@@ -114,8 +121,7 @@ class AnswerServing(tf.Module):
         with tf.control_dependencies([
                 tf.debugging.assert_positive(k, message="k must be at least 1"),
                 tf.debugging.assert_less_equal(k, N_BEST_MOST, message=f"k must be at most {N_BEST_MOST}")]):
-            windows = self.windows(question, context)
-        flat, null = self.span_products(windows)
+            windows, flat, null = self.read(question, context)
         values, position = tf.math.top_k(flat, tf.minimum(k, tf.shape(flat)[1]))
         width, index = self.max_answer_tokens, windows["context_index"]
         first_piece = tf.gather(index, position // width, batch_dims=1)

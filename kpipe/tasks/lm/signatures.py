@@ -47,8 +47,9 @@ class LanguageModelServing(tf.Module):
             tf.TensorSpec([None], tf.string, name="prompt"), tf.TensorSpec([], tf.int32, name="max_new_tokens"),
             tf.TensorSpec([], tf.float32, name="temperature"), tf.TensorSpec([], tf.int32, name="top_k"),
             tf.TensorSpec([], tf.float32, name="top_p"), tf.TensorSpec([], tf.int32, name="seed")])
-        self.serve = tf.function(lambda prompt: self._generate(prompt, tf.constant(-1), tf.constant(0.0),
-                                                               tf.constant(0), tf.constant(1.0), tf.constant(-1)),
+        # `serving_default` calls `generate`'s graph (traced once, seconds) with its defaults, not a second trace
+        self.serve = tf.function(lambda prompt: self.generate(prompt, tf.constant(-1), tf.constant(0.0),
+                                                              tf.constant(0), tf.constant(1.0), tf.constant(-1)),
                                  input_signature=[tf.TensorSpec([None], tf.string, name="prompt")])
         self.beam_search = tf.function(self._beam_search, input_signature=[
             tf.TensorSpec([None], tf.string, name="prompt"), tf.TensorSpec([], tf.int32, name="max_new_tokens")])

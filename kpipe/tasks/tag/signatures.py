@@ -26,11 +26,13 @@ class TaggerServing(tf.Module):
         types = [t.split("-", 1)[1] if "-" in t else "" for t in tags]
         self.tag_types = tf.constant(types)
         self.begins = tf.constant([t.startswith("B-") for t in tags])
+        # Both signatures call one traced graph of the model (a trace costs seconds), not one each
+        self.tag_ids = tf.function(self._tag_ids, input_signature=[tf.TensorSpec([None, None], tf.string)])
         self.tag_tokens = tf.function(self._tag_tokens, input_signature=[
             tf.TensorSpec([None, None], tf.string, name="tokens")])
         self.serve = tf.function(self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
-    def tag_ids(self, tokens: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def _tag_ids(self, tokens: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """(batch, words) tag ids and their probabilities (0 and 0 on padding)."""
         width = tf.shape(tokens)[1]
         tokens = tf.pad(tokens, [[0, 0], [0, tf.maximum(1 - width, 0)]], constant_values="")  # a batch of "" alone

@@ -96,6 +96,7 @@ def test_training_steps_change_every_trainable_weight(case):
     assert not unchanged, unchanged
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", FAMILY_CASES, ids=repr)
 def test_savedmodel_reload_gives_the_same_outputs(case, tmp_path):
     model = case.build()

@@ -76,6 +76,7 @@ def test_batched_greedy_decoding_equals_one_example_at_a_time(parts):
         assert attention.numpy()[row, :, source.shape[1]:].max(initial=0.0) < 1e-6
 
 
+@pytest.mark.slow
 def test_greedy_decoding_of_an_ensemble_follows_the_summed_log_probabilities(parts):
     members = [parts, other_model()]
 
@@ -108,6 +109,7 @@ def other_model():
     return build_seq2seq(dataclasses.replace(SMALL, cell="gru"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ensemble", [False, True])
 def test_beam_of_width_one_is_greedy(parts, ensemble):
     models = [parts, other_model()] if ensemble else parts
@@ -123,6 +125,7 @@ def sequence_log_prob(parts, source, tokens):
     return float(sum(np.log(probabilities[i, t]) for i, t in enumerate(tokens)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ensemble", [False, True])
 @pytest.mark.parametrize("length_penalty", [0.0, 1.0])
 def test_wide_beam_finds_the_best_finished_output_by_exhaustive_search(parts, length_penalty, ensemble):

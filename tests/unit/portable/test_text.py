@@ -35,6 +35,7 @@ def test_word_ids_equal_the_tensorflow_vectorizer(tweets, standardize, truncatin
     np.testing.assert_array_equal(ours, expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("weighting, char_ngrams", [("tfidf", 0), ("tfidf", 3), ("binary", 4)])
 def test_ngram_features_equal_the_tensorflow_features(tweets, weighting, char_ngrams):
     train, test = tweets

@@ -21,6 +21,7 @@ def tweets_and_vocabulary(tweet_wordpieces):
     return [str(t) for t in splits.test.texts[:1500]] + EDGE_CASES, vocabulary
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("truncating", ["post", "pre", "head_tail"])
 def test_packed_word_pieces_equal_the_presets_preprocessor(tweets_and_vocabulary, truncating):
     texts, vocabulary = tweets_and_vocabulary

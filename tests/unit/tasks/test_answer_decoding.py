@@ -82,6 +82,7 @@ def brute_force(model, windows: dict, contexts: list[str], unanswerable: bool,
 @pytest.mark.parametrize("seed, unanswerable, chunk, threshold", [
     (0, False, 64, 0.0), (1, False, 4, 0.0), (2, False, 64, 0.0), (0, True, 64, 0.0), (1, True, 64, -10.0),
     (2, True, 4, -12.5)])  # thresholds that turn some spans into "no answer" (their diffs: -8.3, -2.5; -9.5, -11.9)
+@pytest.mark.slow
 def test_the_graphs_answer_is_the_best_span_over_all_windows(seed, unanswerable, chunk, threshold, monkeypatch):
     monkeypatch.setattr(serving_module, "WINDOW_CHUNK", chunk)  # 4: the windows run through several encoder calls
     rng = np.random.default_rng(seed)
@@ -124,6 +125,7 @@ def every_span(model, windows: dict) -> dict:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed, k", [(0, 1), (1, 5), (2, 20)])
 def test_n_best_is_each_questions_likeliest_spans_over_all_windows_each_span_once(seed, k):
     rng = np.random.default_rng(seed)
@@ -217,6 +219,7 @@ class CountRows(keras.layers.Layer):
 @pytest.mark.parametrize("contexts, chunk, rows", [(["the film was good"], 64, 1),  # one window: one row, no padding
                                                    ([" ".join(["good"] * 30)], 4, 6),  # 5 windows: 2 chunks of 3
                                                    ([" ".join(["good"] * 30)], 64, 5)])
+@pytest.mark.slow
 def test_the_encoder_reads_as_few_padding_windows_as_can_be(contexts, chunk, rows, monkeypatch):
     monkeypatch.setattr(serving_module, "WINDOW_CHUNK", chunk)
     tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCABULARY, lowercase=True)

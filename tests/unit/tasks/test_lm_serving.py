@@ -53,6 +53,7 @@ def full_model_logits(model, ids):
     return model({"token_ids": ids, "padding_mask": np.ones_like(ids, bool)}, training=False).numpy()[0]
 
 
+@pytest.mark.slow
 def test_greedy_generation_with_caches_equals_rerunning_the_model_on_every_prefix(served):
     bpe, model, serving = served
     prompts = ["In the", "And God said, let there"]  # different lengths: the shorter one's row starts earlier
@@ -72,6 +73,7 @@ def test_greedy_generation_with_caches_equals_rerunning_the_model_on_every_prefi
     assert written >= 10  # the untrained model writes something: the comparison is not of two empty strings
 
 
+@pytest.mark.slow
 def test_beam_search_equals_a_beam_search_that_reruns_the_model(served):
     """keras-hub's BeamSampler over the decoder against beam search written here over whole-model reruns: each
     step every beam's continuations are scored, the `BEAM_WIDTH` likeliest kept, the likeliest returned."""
@@ -92,6 +94,7 @@ def test_beam_search_equals_a_beam_search_that_reruns_the_model(served):
         assert out.decode("utf-8", "replace") == bpe.decode(best)
 
 
+@pytest.mark.slow
 def test_score_is_the_log_softmax_of_the_models_logits_over_windows(served):
     """Each token is scored in the first window that holds it (windows of CONTEXT tokens every STRIDE), read after
     the window's tokens before it."""

@@ -86,6 +86,7 @@ def test_resume_after_early_stopping_fired_trains_no_more(tmp_path, reference):
     assert_same_run(train(tmp_path / "interrupted"), reference)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("crash_after", [0, 2, 4])
 def test_resume_in_either_phase_of_fine_tuning(tmp_path, fine_tune_reference, crash_after):
     assert len(fine_tune_reference[1]) > crash_after
