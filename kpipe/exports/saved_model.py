@@ -10,26 +10,32 @@ from kpipe.exports import manifest
 
 def write_saved_model(path: Path, *, tracked: list, endpoints: dict) -> None:
     """Write a SavedModel at `path` holding `tracked` objects (models, layers, tf.Modules) and the
-    given endpoints (name → tf.function with an input signature): what plain TF serving loads."""
-    import keras
+    given endpoints (name → tf.function with an input signature): what plain TF serving loads.
 
-    archive = keras.export.ExportArchive()
-    # Not `archive.track(item)`: its search for lookup tables walks the objects the way SavedModel saving
-    # does, and that walk traces the default serving signature of every Keras model it meets (a whole
-    # forward pass: ~1 s for a small BiLSTM) for a function this export never keeps. The endpoints bring
-    # their own variables; the tables are found by a checkpoint walk, which traces nothing; the variable
-    # lists are the ones `track` would write.
-    for resource in _resources(tracked):
-        archive.track(resource)
+    Each endpoint is saved as the graph it has already traced (`get_concrete_function`), both as a signature and
+    as an attribute (`tf.saved_model.load(path).serve(...)`). Saving a tf.function itself would trace it once more,
+    inside the save (its cache keys differ there): seconds for each decoding graph of every export. The root holds
+    what Keras' `ExportArchive` would: the layers' variable lists, every variable the endpoints read, and the lookup
+    tables inside `tracked` (a checkpoint walk finds them, and traces nothing)."""
+    import keras
+    import tensorflow as tf
+
+    functions = {name: function.get_concrete_function() for name, function in endpoints.items()}
+    root = tf.__internal__.tracking.AutoTrackable()  # (a tf.Module's `variables` is a read-only property)
     layers = [item for item in tracked if isinstance(item, keras.layers.Layer)]
     for collection in ("variables", "trainable_variables", "non_trainable_variables"):
-        archive.add_variable_collection(collection, [v for layer in layers for v in getattr(layer, collection)])
-    for name, function in endpoints.items():
-        archive.add_endpoint(name, function)
-    archive.write_out(str(path), verbose=False)
+        setattr(root, collection, [v for layer in layers for v in getattr(layer, collection)])
+    used = {id(v): v for function in functions.values() for v in function.variables}
+    root.endpoint_variables = list(used.values())
+    root.resources = _resources(tracked)
+    for name, function in functions.items():
+        setattr(root, name, function)
+    signatures = dict(functions)
+    signatures.setdefault("serving_default", next(iter(functions.values())))
+    tf.saved_model.save(root, str(path), signatures=signatures)
     aliased = {} if "serving_default" in endpoints else {"serving_default_alias": next(iter(endpoints))}
     manifest.update(path, signatures={name: describe_signature(function) for name, function in endpoints.items()},
-                    **aliased)  # ExportArchive names its first endpoint serving_default too: the server shares it
+                    **aliased)  # the first endpoint is serving_default too (as TF Serving needs one): the server shares it
 
 
 def _resources(tracked: list) -> list:
