@@ -87,22 +87,12 @@ def once_per_session(tmp_path_factory, worker_id):
 
 
 @pytest.fixture(scope="session")
-def tweet_wordpieces(once_per_session) -> list[str]:
-    """The WordPiece vocabulary kpipe learns on 2,000 training tweets (3,000 asked), learnt once per session: the
-    tests that pin one WordPiece tokenizer against another on real text share it (learning it takes 15 s)."""
-    def learn(folder: Path) -> dict:
-        import numpy as np
+def tweet_wordpieces() -> list[str]:
+    """A WordPiece vocabulary of the tweets (tests/made_up_data.py: `tweet_wordpieces`), for the tests that pin one
+    WordPiece tokenizer against another on real text."""
+    from tests.made_up_data import tweet_wordpieces
 
-        from kpipe.datasets.text_classification import TextClassificationDataConfig, load_text_classification
-        from kpipe.preprocessing.configs import TextPreprocessingConfig
-        from kpipe.preprocessing.text import fit_vocabulary
-
-        splits = load_text_classification(TextClassificationDataConfig(source="embedded", name="tweets-sentiment"))
-        train = np.array([str(t) for t in splits.train.texts[:2000]], dtype=object)
-        return {"vocabulary": list(fit_vocabulary(train, TextPreprocessingConfig(tokenizer="wordpiece",
-                                                                                  vocabulary_size=3000)))}
-
-    return once_per_session("tweet-wordpieces", learn)[1]["vocabulary"]
+    return tweet_wordpieces()
 
 
 @pytest.fixture(scope="session")

@@ -168,6 +168,7 @@ def test_ensemble_weights_choose_the_recurrent_members_share_jointly_with_the_ng
     assert not report["chosen_on_validation"]
 
 
+@pytest.mark.slow  # trains three members
 def test_each_member_reads_batches_of_its_own_training_tables_size(tmp_path, monkeypatch):
     """A member trained with a table of its own (model.ngrams_training, model.recurrent_training, or [training]
     for the sequence member) is fed batches of that table's size, for every family (training itself is

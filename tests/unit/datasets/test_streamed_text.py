@@ -306,6 +306,7 @@ def resumable_training(work_dir, splits, crash_after=None):
                        extra_callbacks=[kill_after(crash_after)] if crash_after is not None else [])
 
 
+@pytest.mark.slow  # trains twice, killed and resumed
 def test_a_streamed_run_killed_after_an_epoch_resumes_to_the_uninterrupted_model(splits, tmp_path):
     reference, _ = resumable_training(tmp_path / "reference", splits)
     with pytest.raises(KeyboardInterrupt):

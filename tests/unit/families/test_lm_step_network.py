@@ -6,6 +6,7 @@ with softmax attention (key/value caches) and tests/e2e/test_lm_portable.py an `
 a trained run's export."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from kpipe.exports.portable_networks import write_keras_network
@@ -17,6 +18,7 @@ from kpipe.tasks.registry import family_spec
 CONTEXT = 12
 
 
+@pytest.mark.slow  # converts a model to ONNX
 def test_linear_attentions_step_network_in_onnx_gives_the_models_logits_at_every_position(tmp_path):
     tf.keras.utils.set_random_seed(0)
     config = GPTConfig(vocabulary_size=40, max_sequence_length=CONTEXT, num_layers=2, num_heads=2, hidden_dim=16,

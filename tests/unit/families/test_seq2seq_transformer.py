@@ -62,6 +62,7 @@ def test_each_cached_step_gives_the_teacher_forced_probabilities_at_its_position
         np.testing.assert_allclose(probabilities.numpy(), expected[:, position], rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow  # traces beam searches of three widths
 def test_a_beam_of_one_is_greedy_and_wider_beams_finish(parts):
     greedy, _ = tf.function(lambda s: greedy_decode(parts, s, 6))(SOURCE)
     beam1, _ = tf.function(lambda s: beam_decode(parts, s, 6, 1))(SOURCE)
@@ -70,6 +71,7 @@ def test_a_beam_of_one_is_greedy_and_wider_beams_finish(parts):
     assert beam3.shape == (3, 6) and attention.shape == (3, 6, 4)
 
 
+@pytest.mark.slow  # saves and reloads a model
 def test_parts_are_found_again_in_a_saved_model(parts, tmp_path):
     parts.model.save(tmp_path / "model.keras")
     again = TransformerParts.from_model(keras.saving.load_model(tmp_path / "model.keras"))

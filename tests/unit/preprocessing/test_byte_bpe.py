@@ -26,6 +26,7 @@ def test_the_end_of_text_token_is_id_0_and_the_vocabulary_holds_every_byte(bpe):
     assert 257 <= bpe.size <= 300
 
 
+@pytest.mark.slow  # traces the tokenizer graph on a corpus
 def test_the_in_graph_tokenizer_gives_the_same_ids_and_text(bpe):
     import tensorflow as tf
 

@@ -1,12 +1,14 @@
 """Masked-LM batches: the targets are the original ids at the masked positions; padding is never masked."""
 
 import numpy as np
+import pytest
 
 from kpipe.preprocessing.masked_lm import make_masked_lm_dataset
 from kpipe.preprocessing.configs import TextPreprocessingConfig
 from kpipe.preprocessing.text import encode_texts, fit_vocabulary, make_vectorizer
 
 
+@pytest.mark.slow  # learns a WordPiece vocabulary
 def test_targets_are_the_original_tokens_at_the_masked_positions():
     config = TextPreprocessingConfig(tokenizer="wordpiece", vocabulary_size=120, sequence_length=12)
     texts = np.array(["the crew was great and the seats were comfortable", "lost my bag again", "ok"] * 8)

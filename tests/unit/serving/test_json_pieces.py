@@ -23,6 +23,7 @@ def random_value(rng, depth=0):
             for _ in range(rng.randint(0, 6))}
 
 
+@pytest.mark.slow  # 960 parses in pieces (6 s)
 def test_pieces_give_exactly_what_one_parse_gives():
     rng = random.Random(0)
     for _ in range(80):

@@ -157,6 +157,7 @@ def test_n_best_is_each_questions_likeliest_spans_over_all_windows_each_span_onc
             assert (out["answers"][e, 0], out["starts"][e, 0]) == (best["answer"][e], best["start"][e])
 
 
+@pytest.mark.slow  # traces the reader's decoding graph
 def test_the_run_sets_the_no_answer_threshold_that_gives_the_best_validation_f1():
     """`choose_no_answer_threshold` over the graph's own best spans and no-answer scores: the threshold set in the
     export is best_no_answer_threshold's on them, and the served answers then score that F1."""
@@ -188,6 +189,7 @@ def _best_spans(serving, questions):
             out["no_answer_score"].numpy().tolist())
 
 
+@pytest.mark.slow  # traces the reader's decoding graph
 def test_n_best_refuses_k_out_of_range():
     serving = serving_with_seed(0, unanswerable=False)
     for k, message in [(0, "at least 1"), (N_BEST_MOST + 1, "at most")]:

@@ -117,6 +117,7 @@ def test_score_is_the_log_softmax_of_the_models_logits_over_windows(served):
     assert serving.score(tf.constant([], tf.string))["log_likelihood"].shape == (0,)
 
 
+@pytest.mark.slow  # traces the sampling and beam-search graphs (12 s)
 @pytest.mark.parametrize("served", ["gpt"], indirect=True)  # the samplers' settings: the same for every decoder
 def test_a_seed_repeats_a_sample_and_bad_settings_fail_in_the_graph(served):
     _, _, serving = served

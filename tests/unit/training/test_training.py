@@ -123,6 +123,7 @@ def test_two_phase_schedule_freezes_then_fine_tunes_at_the_lower_rate(tmp_path):
     assert len(history) == 4 and model.get_layer("embedding").trainable
 
 
+@pytest.mark.slow  # trains twice, killed and resumed
 @pytest.mark.parametrize("crash_after", [0, 2], ids=["killed-in-frozen-phase", "killed-in-fine-tuning"])
 def test_two_phase_schedule_resumes_after_a_kill(tmp_path, crash_after):
     uninterrupted = RecordEmbedding()
@@ -141,6 +142,7 @@ def test_two_phase_schedule_resumes_after_a_kill(tmp_path, crash_after):
 
 # === Precision and replicas ===
 
+@pytest.mark.slow  # trains and saves a model
 def test_mixed_bfloat16_computes_in_16_bits_keeps_float32_weights_and_outputs(tmp_path):
     from kpipe.families.rnn_classifier.config import RNNClassifierConfig
     from kpipe.families.rnn_classifier.model import build_rnn_classifier
