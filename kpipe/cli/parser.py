@@ -125,11 +125,14 @@ def add_tune(sub, commands) -> None:
 
 def add_export(sub, commands) -> None:
     export = sub.add_parser(
-        "export", parents=[SHARED["export_dir"]], help="write a classifier export as ONNX or LiteRT, to run without "
+        "export", parents=[SHARED["export_dir"]], help="write an export as ONNX or LiteRT, to run without "
         "TensorFlow", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Write the network of a classifier export as ONNX (onnxruntime) or LiteRT (ai-edge-litert), "
-                    "with its text preprocessing as data, into a folder beside the version (e.g. "
-                    "saved_models/NAME/1-onnx); kpipe predict answers with it without TensorFlow.",
+        description="Write the network of an export (a classifier, tagger, reader, name generator, language "
+                    "model, translator, forecaster or word vectors; a family that cannot is refused in one line) "
+                    "as ONNX (onnxruntime) or LiteRT (ai-edge-litert), with its preprocessing and decoding as data "
+                    "and NumPy, into a folder beside the version (e.g. saved_models/NAME/1-onnx); the export's own "
+                    "command (kpipe predict, tag, answer, generate, ...) and kpipe serve answer with it without "
+                    "TensorFlow.",
         epilog="""examples:
   kpipe export sentiment-bilstm --format onnx
   kpipe export saved_models/sentiment-bigrams/1 --format litert --quantize int8
