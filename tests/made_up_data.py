@@ -38,7 +38,10 @@ def tweet_wordpieces(texts: int = 2000, size: int = 1000) -> list[str]:
     for text in splits.train.texts[:texts]:
         plain = "".join(c for c in unicodedata.normalize("NFD", str(text).lower()) if unicodedata.category(c) != "Mn")
         words.update(re.findall(r"\w+|[^\w\s]", plain))
-    characters = collections.Counter(c for word, n in words.items() for c in word for _ in range(n))
+    characters = collections.Counter()
+    for word, n in words.items():
+        for c in word:
+            characters[c] += n
     vocabulary = list(WORDPIECE_RESERVED)
     for c in sorted(c for c, n in characters.items() if n >= 2):
         vocabulary += [c, "##" + c]

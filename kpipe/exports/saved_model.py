@@ -34,8 +34,9 @@ def write_saved_model(path: Path, *, tracked: list, endpoints: dict) -> None:
     signatures.setdefault("serving_default", next(iter(functions.values())))
     tf.saved_model.save(root, str(path), signatures=signatures)
     aliased = {} if "serving_default" in endpoints else {"serving_default_alias": next(iter(endpoints))}
+    # the first endpoint is serving_default too (TF Serving needs one): the server shares its graph
     manifest.update(path, signatures={name: describe_signature(function) for name, function in endpoints.items()},
-                    **aliased)  # the first endpoint is serving_default too (as TF Serving needs one): the server shares it
+                    **aliased)
 
 
 def _resources(tracked: list) -> list:
