@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Iterable
 
 from kpipe.config.pipeline import PipelineConfig
-from kpipe.config.strict import apply_overrides, read_toml
+from kpipe.config.strict import apply_overrides, parse_override, read_toml
 from kpipe.dependencies import require_tensorflow_text
 from kpipe.errors import ConfigError, did_you_mean
-from kpipe.tasks.registry import parse_pipeline_config
+from kpipe.tasks.registry import TASKS, parse_pipeline_config
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +82,33 @@ def load_pipeline(name_or_path: str, overrides: Iterable[str] = ()) -> PipelineC
     Raises:
         ConfigError: unknown pipeline, unknown key (with did-you-mean), wrong type or range.
     """
-    raw = read_toml(pipeline_path(name_or_path))
     overrides = list(overrides)
     try:
+        raw = for_overridden_family(read_toml(pipeline_path(name_or_path)), overrides)
         return parse_pipeline_config(apply_overrides(raw, overrides))
     except ConfigError as error:
         if overrides:
             raise ConfigError(f"{error} (config: {name_or_path}, overrides: {' '.join(overrides)})") from None
         raise
+
+
+def for_overridden_family(raw: dict, overrides: list[str]) -> dict:
+    """The pipeline's settings for the family an override names (`--set model.family=rnn_lm`): its [model]
+    settings that family does not take are left out, with a warning, so the other family runs with its own
+    defaults. A key that an override names is still checked (a mistake there is the user's)."""
+    family = dict(parse_override(text) for text in overrides).get("model.family")
+    spec, model = TASKS.get(raw.get("task")), raw.get("model", {})
+    if spec is None or family not in spec.models or not isinstance(model, dict) or \
+            family == model.get("family", next(iter(spec.models))):
+        return raw  # nothing switched (or a mistake that parsing names)
+    cls = spec.models[family]
+    takes = {f.name for f in dataclasses.fields(cls) if f.init and not f.metadata.get("derived")}
+    takes |= set(getattr(cls, "RENAMED_KEYS", {}))
+    left_out = sorted(key for key in model if key not in takes)
+    if left_out:
+        log.warning("model.family = %r: the pipeline's %s settings that %s does not take are left out: %s", family,
+                    model.get("family", next(iter(spec.models))), family, ", ".join(left_out))
+    return {**raw, "model": {key: value for key, value in model.items() if key in takes}}
 
 
 def list_pipelines() -> list[PipelineEntry]:

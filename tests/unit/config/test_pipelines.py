@@ -34,6 +34,25 @@ def test_unknown_override_key_mentions_the_override():
         load_pipeline("sentiment-bilstm", ["model.unit=3"])
 
 
+def test_an_override_of_the_family_leaves_out_the_pipelines_settings_it_does_not_take(caplog):
+    """lm-bible's [model] is gpt's: `--set model.family=rnn_lm` runs the LSTM language model with its own defaults
+    (and the settings both families take, e.g. dropout), saying which were left out; a key the override names
+    itself is still refused."""
+    from kpipe.families.rnn_lm.config import RNNLanguageModelConfig
+
+    gpt = load_pipeline("lm-bible")
+    config = load_pipeline("lm-bible", ['model.family="rnn_lm"', "model.units=[32]"])
+    assert type(config.model) is RNNLanguageModelConfig
+    assert config.model.units == (32,) and config.model.dropout == gpt.model.dropout
+    assert config.model.cell == RNNLanguageModelConfig().cell
+    assert "settings that rnn_lm does not take are left out: hidden_dim, intermediate_dim, num_heads, num_layers" \
+        in caplog.text
+    with pytest.raises(ConfigError, match=r"unknown key 'model\.num_layers'.*overrides: model\.family=.*"):
+        load_pipeline("lm-bible", ['model.family="rnn_lm"', "model.num_layers=3"])
+    caplog.clear()
+    assert load_pipeline("lm-bible", ['model.family="gpt"']) == gpt and not caplog.text  # the family it has
+
+
 def test_config_file_path_works_and_unknown_top_level_key_is_rejected(tmp_path):
     good = tmp_path / "mine.toml"
     good.write_text('name = "mine"\ntask = "classify"\n[data]\nsource = "file"\npath = "x.csv"\n')
