@@ -41,9 +41,6 @@ class CorpusDataConfig(DataSourceConfig):
     name: str = "world-english-bible"
     limit: int = setting(0, at_least(0))
 
-    def __post_init__(self):
-        super().__post_init__()
-
 
 def read_bible_rows() -> list[tuple[str, str, str]]:
     """(book, chapter, verse) per verse of the World English Bible, in canonical order, footnotes removed."""
