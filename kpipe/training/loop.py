@@ -26,7 +26,7 @@ from kpipe.exports import keras_private
 from kpipe.training.progress import ProgressLines
 from kpipe.training.resume import EpochCheckpoint, ResumableEarlyStopping
 from kpipe.training.schedules import LinearWarmupDecay
-from kpipe.config.training import OPTIMIZER_CLASSES, STRATEGIES, TrainingConfig
+from kpipe.config.training import JIT_COMPILE, OPTIMIZER_CLASSES, STRATEGIES, TrainingConfig
 from kpipe.training.precision import precision_scope, resolve_precision
 
 log = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ def _compile(model: keras.Model, config: TrainingConfig, learning_rate: float, l
              weighted_metrics, steps: int = 0) -> None:
     optimizer = make_optimizer(config, learning_rate, steps)
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics,
-                  steps_per_execution=config.steps_per_execution)
+                  steps_per_execution=config.steps_per_execution, jit_compile=JIT_COMPILE[config.jit_compile])
 
 
 def _build_training_state(model: keras.Model, train_data: tf.data.Dataset) -> None:

@@ -72,6 +72,25 @@ def test_the_train_step_is_traced_once_per_phase(tmp_path, monkeypatch):
     assert len(traces) == 2
 
 
+@pytest.mark.parametrize("setting, compiled", [("on", True), ("off", False), ("auto", None)])
+def test_jit_compile_on_compiles_the_training_step_with_xla_even_on_cpus(tmp_path, setting, compiled):
+    """"auto" is Keras' choice (no XLA on a machine with CPUs only, XLA on GPUs); "on" and "off" decide. The
+    weights trained with and without XLA agree to float32 rounding."""
+    seen = []
+    watch = keras.callbacks.LambdaCallback(on_train_begin=lambda logs: seen.append(watch.model.jit_compile))
+    model, _ = train_model(build, loss="binary_crossentropy", metrics=[], train_data=tiny_data(),
+                           validation_data=tiny_data(), config=TrainingConfig(epochs=2, seed=5, jit_compile=setting),
+                           work_dir=tmp_path / setting, strategy=make_strategy("default"), extra_callbacks=[watch])
+    if compiled is None:
+        compiled = bool(tf.config.list_logical_devices("GPU"))
+    assert seen == [compiled]
+    reference, _ = train_model(build, loss="binary_crossentropy", metrics=[], train_data=tiny_data(),
+                               validation_data=tiny_data(), config=TrainingConfig(epochs=2, seed=5, jit_compile="off"),
+                               work_dir=tmp_path / "reference", strategy=make_strategy("default"))
+    for w, ref in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(w, ref, rtol=1e-4, atol=1e-6)
+
+
 # === Two-phase fine-tuning ===
 
 def build_frozen():
