@@ -98,8 +98,7 @@ def for_overridden_family(raw: dict, overrides: list[str]) -> dict:
     defaults. A key that an override names is still checked (a mistake there is the user's)."""
     family = dict(parse_override(text) for text in overrides).get("model.family")
     spec, model = TASKS.get(raw.get("task")), raw.get("model", {})
-    if spec is None or family not in spec.models or not isinstance(model, dict) or \
-            family == model.get("family", next(iter(spec.models))):
+    if spec is None or family not in spec.models or not isinstance(model, dict) or family == spec.family_of(model):
         return raw  # nothing switched (or a mistake that parsing names)
     cls = spec.models[family]
     takes = {f.name for f in dataclasses.fields(cls) if f.init and not f.metadata.get("derived")}
@@ -107,7 +106,7 @@ def for_overridden_family(raw: dict, overrides: list[str]) -> dict:
     left_out = sorted(key for key in model if key not in takes)
     if left_out:
         log.warning("model.family = %r: the pipeline's %s settings that %s does not take are left out: %s", family,
-                    model.get("family", next(iter(spec.models))), family, ", ".join(left_out))
+                    spec.family_of(model), family, ", ".join(left_out))
     return {**raw, "model": {key: value for key, value in model.items() if key in takes}}
 
 

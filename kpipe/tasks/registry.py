@@ -104,6 +104,10 @@ class TaskSpec:
     def family(self, name: str) -> FamilySpec:
         return next(family for family in self.families if family.name == name)
 
+    def family_of(self, model: Mapping[str, Any]) -> Any:
+        """The `model.family` a [model] table names; the task's first family where it names none."""
+        return model.get("family", self.families[0].name)
+
     def trainer(self, family: str) -> Callable:
         """The function that trains `family` (imports TensorFlow)."""
         return resolve(self.trainers[family])
@@ -349,7 +353,7 @@ def parse_pipeline_config(raw: Mapping[str, Any]) -> PipelineConfig:
         if not isinstance(value, Mapping):
             raise ConfigError(f"'{key}' must be a table ([{key}]). Received: {value!r}")
         sections[key] = value
-    family = sections["model"].get("family", next(iter(spec.models)))
+    family = spec.family_of(sections["model"])
     if family not in spec.models:
         raise ConfigError(f"unknown model.family '{family}'{did_you_mean(str(family), spec.models)} for task "
                           f"'{task}'; known: {', '.join(spec.models)}")
