@@ -100,12 +100,12 @@ def cmd_info(args) -> int:
 def cmd_list(args) -> int:
     from kpipe.tasks.named_pipelines import list_pipelines
 
-    entries = list_pipelines()
-    width = max(len(e.name) for e in entries)
-    task_width = max(len(e.task) for e in entries)
-    data_width = max(len(e.dataset) for e in entries)
-    for e in entries:
-        print(f"{e.name:<{width}}  {e.task:<{task_width}}  {e.dataset:<{data_width}}  {e.description}")
+    rows = [("PIPELINE", "TASK", "FAMILY", "EXPORTS", "DATA", "DESCRIPTION")]
+    rows += [(e.name, e.task, e.family, "SavedModel, ONNX, LiteRT" if e.portable else "SavedModel", e.dataset,
+              e.description) for e in list_pipelines()]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
     return 0
 
 

@@ -14,7 +14,7 @@ from kpipe.config.pipeline import PipelineConfig
 from kpipe.config.strict import apply_overrides, parse_override, read_toml
 from kpipe.dependencies import require_tensorflow_text
 from kpipe.errors import ConfigError, did_you_mean
-from kpipe.tasks.registry import TASKS, parse_pipeline_config
+from kpipe.tasks.registry import TASKS, family_spec, parse_pipeline_config
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,8 @@ class PipelineEntry:
     dataset: str
     description: str
     path: Path
+    family: str
+    portable: bool  # `kpipe export --format onnx|litert` writes its exports
 
 
 @functools.cache
@@ -111,11 +113,13 @@ def for_overridden_family(raw: dict, overrides: list[str]) -> dict:
 
 
 def list_pipelines() -> list[PipelineEntry]:
-    """Every bundled pipeline with its task, dataset and one-line description, by name."""
+    """Every bundled pipeline with its task, model family, dataset and one-line description, by name."""
     entries = []
     for name, path in sorted(registry().items()):
         config = load_pipeline(str(path))
-        entries.append(PipelineEntry(name, config.task, config.data.describe(), config.description, path))
+        family = config.model.family
+        entries.append(PipelineEntry(name, config.task, config.data.describe(), config.description, path, family,
+                                     family_spec(config.task, family).portable))
     return entries
 
 

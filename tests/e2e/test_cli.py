@@ -27,7 +27,13 @@ def test_help_lists_commands_and_examples(capsys):
 
 def test_list_and_show(capsys):
     code, out, _ = run_cli(capsys, "list")
-    assert code == 0 and "sentiment-bilstm" in out and "embedded:tweets-sentiment" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()}
+    assert code == 0 and rows["PIPELINE"][:4] == ["PIPELINE", "TASK", "FAMILY", "EXPORTS"]
+    assert rows["sentiment-bilstm"][:6] == ["sentiment-bilstm", "classify", "rnn_classifier", "SavedModel,", "ONNX,",
+                                            "LiteRT"]
+    assert "embedded:tweets-sentiment" in rows["sentiment-bilstm"]
+    assert rows["g2p-attention"][:5] == ["g2p-attention", "translate", "seq2seq_attention", "SavedModel",
+                                         "embedded:cmudict"]  # the translators export no portable format
     code, out, _ = run_cli(capsys, "show", "imdb-bilstm", "--data", "reviews.csv", "--set", "training.epochs=2")
     assert code == 0
     assert 'source = "file"' in out and 'path = "reviews.csv"' in out and "epochs = 2" in out
