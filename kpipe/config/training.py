@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from kpipe.config.constraints import Checked, above, at_least, fraction, one_of, setting
+from kpipe.errors import ConfigError
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16", "auto")
@@ -53,7 +54,9 @@ class TrainingConfig(Checked):
             AMX) and no GPU, float32 otherwise (kpipe.training.precision).
         jit_compile: "auto" (Keras' choice: XLA on GPUs when every layer supports it, never on a machine
             with CPUs only), "on" (the training step compiled by XLA, CPUs too: on 2 CPU cores lm-wikitext's gpt
-            step took a median 1.74 s against 2.05 s without, benchmarks/xla_training.py) or "off".
+            step took a median 1.74 s against 2.05 s without, benchmarks/xla_training.py; refused with the
+            "multi_worker" strategy, whose loop XLA does not compile, and for replicas on several CPU devices) or
+            "off".
         steps_per_execution: training batches per call from Python into TensorFlow; more cuts the
             per-step overhead of small, fast steps (the progress bar and batch callbacks then update
             once per call).
@@ -87,3 +90,13 @@ class TrainingConfig(Checked):
     worker_timeout_s: float = setting(300.0, above(0.0))
     seed: int = 1337
     refit_with_validation: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.jit_compile == "on" and self.strategy == "multi_worker":
+            raise ConfigError(MULTI_WORKER_JIT)
+
+
+# Also said by kpipe.training.loop when "auto" finds a cluster in TF_CONFIG.
+MULTI_WORKER_JIT = ('training.jit_compile = "on" does not apply to strategy "multi_worker" (its training loop, '
+                    'kpipe.training.multi_worker, is not compiled by XLA); use "auto" or "off"')

@@ -26,7 +26,7 @@ from kpipe.exports import keras_private
 from kpipe.training.progress import ProgressLines
 from kpipe.training.resume import EpochCheckpoint, ResumableEarlyStopping
 from kpipe.training.schedules import LinearWarmupDecay
-from kpipe.config.training import JIT_COMPILE, OPTIMIZER_CLASSES, STRATEGIES, TrainingConfig
+from kpipe.config.training import JIT_COMPILE, MULTI_WORKER_JIT, OPTIMIZER_CLASSES, STRATEGIES, TrainingConfig
 from kpipe.training.precision import precision_scope, resolve_precision
 
 log = logging.getLogger(__name__)
@@ -175,6 +175,19 @@ def steps_per_epoch(train_data: tf.data.Dataset) -> int:
     return batches if batches >= 0 else int(train_data.reduce(0, lambda count, _: count + 1))
 
 
+def check_jit_compile(config: TrainingConfig, strategy: tf.distribute.Strategy) -> None:
+    """Refuse `jit_compile = "on"` where XLA cannot compile the step: the multi-worker loop (not compiled by
+    XLA), or replicas on several CPU devices (XLA compiles for the first and cannot reach the others' variables,
+    a failure in the first step otherwise)."""
+    if config.jit_compile != "on":
+        return
+    if multi_worker.is_multi_worker(strategy):
+        raise ConfigError(MULTI_WORKER_JIT)
+    if strategy.num_replicas_in_sync > 1 and not tf.config.list_logical_devices("GPU"):
+        raise ConfigError(f'training.jit_compile = "on" cannot compile one step for {strategy.num_replicas_in_sync} '
+                          'CPU devices; use "auto" or "off", or --strategy default')
+
+
 def _compile(model: keras.Model, config: TrainingConfig, learning_rate: float, loss, metrics,
              weighted_metrics, steps: int = 0) -> None:
     optimizer = make_optimizer(config, learning_rate, steps)
@@ -275,6 +288,7 @@ def train_model(build: Callable[[], keras.Model], *, loss, metrics: list, train_
         it; under a distribution strategy, a copy with plain variables, ready to export) and one
         dict of metrics per finished epoch.
     """
+    check_jit_compile(config, strategy)
     keras.utils.set_random_seed(config.seed)
     work_dir.mkdir(parents=True, exist_ok=True)
     if config.steps_per_epoch:

@@ -106,7 +106,7 @@ def fit(model: keras.Model, train_data: tf.data.Dataset, validation_data: tf.dat
         strategy: tf.distribute.Strategy, initial_epoch: int, epochs: int, callbacks: list) -> None:
     """`model.fit` for MultiWorkerMirroredStrategy: the compiled model trained with a custom loop.
 
-    Logs `loss` (and `val_loss`) per epoch to the callbacks, which may stop training
+    Logs `loss` and the compiled metrics (and their `val_` figures) per epoch to the callbacks, which may stop training
     (`model.stop_training`) or restore a backup (`model._initial_epoch`, as with `fit`).
 
     Raises:
@@ -125,12 +125,14 @@ def fit(model: keras.Model, train_data: tf.data.Dataset, validation_data: tf.dat
             scaled = model.optimizer.scale_loss(loss)  # loss scaling under mixed_float16
         gradients = tape.gradient(scaled, model.trainable_variables)
         model.optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        model.compute_metrics(x, y, y_pred, sample_weight)  # e.g. accuracy: early stopping may watch it
         return loss
 
     def replica_test_step(*batch):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
-        return model.compute_loss(x=x, y=y, y_pred=model(x, training=False), sample_weight=sample_weight,
-                                  training=False)
+        y_pred = model(x, training=False)
+        model.compute_metrics(x, y, y_pred, sample_weight)
+        return model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
 
     # One trace for all batch shapes (length buckets, last partial batch).
     @tf.function(input_signature=[train.element_spec])
@@ -141,12 +143,15 @@ def fit(model: keras.Model, train_data: tf.data.Dataset, validation_data: tf.dat
     def test_step(batch):
         return strategy.reduce("SUM", strategy.run(replica_test_step, args=batch), axis=None)
 
-    def mean_loss(step, dataset) -> float:
+    def one_pass(step, dataset, prefix="") -> dict[str, float]:
+        """The mean loss over `dataset` and the compiled metrics' figures (read across the workers)."""
+        model.reset_metrics()
         total, steps = 0.0, 0
         for batch in dataset:
             total += float(step(batch))
             steps += 1
-        return total / max(steps, 1)
+        figures = {name: float(value) for name, value in model.get_metrics_result().items() if name != "loss"}
+        return {f"{prefix}{name}": value for name, value in {"loss": total / max(steps, 1), **figures}.items()}
 
     # As in `fit`, callbacks run in the strategy's scope (restoring a backup builds optimizer variables).
     with strategy.scope():
@@ -158,9 +163,9 @@ def fit(model: keras.Model, train_data: tf.data.Dataset, validation_data: tf.dat
             for epoch in range(start, epochs):
                 callback_list.on_epoch_begin(epoch)
                 started = time.perf_counter()
-                logs = {"loss": mean_loss(train_step, train)}
+                logs = one_pass(train_step, train)
                 if validation is not None:
-                    logs["val_loss"] = mean_loss(test_step, validation)
+                    logs.update(one_pass(test_step, validation, "val_"))
                 log.info("Epoch %d/%d: %s (%.1f s)", epoch + 1, epochs,
                          ", ".join(f"{k} {v:.4f}" for k, v in logs.items()), time.perf_counter() - started)
                 callback_list.on_epoch_end(epoch, logs)

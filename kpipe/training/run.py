@@ -28,7 +28,7 @@ from kpipe.exports import manifest, run_files, versions
 from kpipe.training.multi_worker import is_chief
 from kpipe.config.pipeline import PipelineConfig
 from kpipe.config.training import TrainingConfig
-from kpipe.training.loop import make_strategy, train_model
+from kpipe.training.loop import check_jit_compile, make_strategy, train_model
 from kpipe.training import run_identity
 from kpipe.training.run_lock import RunLock
 
@@ -49,6 +49,7 @@ class Run:
         self.config = config
         training = config.training
         self.strategy = make_strategy(training.strategy, worker_timeout_s=training.worker_timeout_s)
+        check_jit_compile(training, self.strategy)  # before any data is read (train_model checks members' tables)
         self.global_batch = self.batch_of(training)
         self.chief = is_chief(self.strategy)
         self._lock = RunLock.of(config)

@@ -66,7 +66,7 @@ class Record(keras.callbacks.Callback):
 record = Record()
 task = json.loads(os.environ.get("TF_CONFIG") or '{"task": {"index": "single"}}')["task"]["index"]
 try:
-    model, history = train_model(build, loss="binary_crossentropy", metrics=[], train_data=data,
+    model, history = train_model(build, loss="binary_crossentropy", metrics=["accuracy"], train_data=data,
                                  validation_data=data, config=TrainingConfig(epochs=epochs, early_stopping_patience=0),
                                  work_dir=out / "work", strategy=strategy, extra_callbacks=[record])
 except KeyboardInterrupt:

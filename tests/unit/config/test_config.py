@@ -160,3 +160,14 @@ def test_a_multi_line_description_and_quotes_round_trip_through_the_written_toml
     config = load_pipeline("sentiment-bilstm", ['description="""two\nlines with "quotes" and \\ a backslash"""'])
     assert "\n" in config.description
     assert parse_pipeline_config(tomllib.loads(config.to_toml())) == config
+
+
+def test_xla_is_refused_for_the_multi_worker_loop_when_the_config_is_read():
+    from kpipe.errors import ConfigError
+    from kpipe.tasks.named_pipelines import load_pipeline
+
+    with pytest.raises(ConfigError, match=r'^training.jit_compile = "on" does not apply to strategy "multi_worker" '
+                                          r'\(its training loop, kpipe.training.multi_worker, is not compiled by XLA\); '
+                                          r'use "auto" or "off" \(config: sentiment-bilstm'):
+        load_pipeline("sentiment-bilstm", ['training.strategy="multi_worker"', 'training.jit_compile="on"'])
+    assert load_pipeline("sentiment-bilstm", ['training.strategy="multi_worker"']).training.jit_compile == "auto"

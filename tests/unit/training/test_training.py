@@ -190,11 +190,17 @@ def test_mirrored_strategy_runs_two_replicas_on_two_logical_cpus(tmp_path):
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         from kpipe.cli.commands import main
-        raise SystemExit(main(["run", "sentiment-bilstm", "--strategy", "mirrored", "--set", "data.limit=600",
-                               "--set", "training.epochs=1", "--set", "model.units=[8]"]))
+        quick = ["run", "sentiment-bilstm", "--strategy", "mirrored", "--set", "data.limit=600",
+                 "--set", "training.epochs=1", "--set", "model.units=[8]"]
+        # XLA on CPUs compiles for one device: refused before any data is read, nothing written
+        assert main([*quick, "--set", 'training.jit_compile="on"']) == 2
+        assert not __import__("os").listdir(".")
+        raise SystemExit(main(quick))
     """)
     run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
+    assert ('kpipe: error: training.jit_compile = "on" cannot compile one step for 2 CPU devices; use "auto" or '
+            '"off", or --strategy default') in run.stderr.splitlines()
     assert "with MirroredStrategy, 2 replica(s), global batch 128" in run.stderr
     assert (tmp_path / "saved_models" / "sentiment-bilstm" / "1" / "saved_model.pb").is_file()
 
