@@ -106,8 +106,8 @@ def fit(model: keras.Model, train_data: tf.data.Dataset, validation_data: tf.dat
         strategy: tf.distribute.Strategy, initial_epoch: int, epochs: int, callbacks: list) -> None:
     """`model.fit` for MultiWorkerMirroredStrategy: the compiled model trained with a custom loop.
 
-    Logs `loss` and the compiled metrics (and their `val_` figures) per epoch to the callbacks, which may stop training
-    (`model.stop_training`) or restore a backup (`model._initial_epoch`, as with `fit`).
+    Logs `loss` and the compiled metrics (and their `val_` figures) per epoch to the callbacks, which may stop
+    training (`model.stop_training`) or restore a backup (`model._initial_epoch`, as with `fit`).
 
     Raises:
         WorkerLostError: another worker died or a collective timed out.
@@ -150,7 +150,8 @@ def fit(model: keras.Model, train_data: tf.data.Dataset, validation_data: tf.dat
         for batch in dataset:
             total += float(step(batch))
             steps += 1
-        figures = {name: float(value) for name, value in model.get_metrics_result().items() if name != "loss"}
+        figures = {name: float(value) for name, value in model.get_metrics_result().items()
+                   if name != "loss" and len(getattr(value, "shape", ())) == 0}  # scalars: what callbacks compare
         return {f"{prefix}{name}": value for name, value in {"loss": total / max(steps, 1), **figures}.items()}
 
     # As in `fit`, callbacks run in the strategy's scope (restoring a backup builds optimizer variables).

@@ -167,7 +167,7 @@ def test_xla_is_refused_for_the_multi_worker_loop_when_the_config_is_read():
     from kpipe.tasks.named_pipelines import load_pipeline
 
     with pytest.raises(ConfigError, match=r'^training.jit_compile = "on" does not apply to strategy "multi_worker" '
-                                          r'\(its training loop, kpipe.training.multi_worker, is not compiled by XLA\); '
-                                          r'use "auto" or "off" \(config: sentiment-bilstm'):
+                                          r'\(its training loop, kpipe.training.multi_worker, is not compiled by '
+                                          r'XLA\); use "auto" or "off" \(config: sentiment-bilstm'):
         load_pipeline("sentiment-bilstm", ['training.strategy="multi_worker"', 'training.jit_compile="on"'])
     assert load_pipeline("sentiment-bilstm", ['training.strategy="multi_worker"']).training.jit_compile == "auto"
