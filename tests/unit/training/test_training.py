@@ -186,6 +186,7 @@ def test_mirrored_strategy_runs_two_replicas_on_two_logical_cpus(tmp_path):
     import textwrap
 
     script = textwrap.dedent("""
+        import os
         import tensorflow as tf
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
@@ -194,7 +195,7 @@ def test_mirrored_strategy_runs_two_replicas_on_two_logical_cpus(tmp_path):
                  "--set", "training.epochs=1", "--set", "model.units=[8]"]
         # XLA on CPUs compiles for one device: refused before any data is read, nothing written
         assert main([*quick, "--set", 'training.jit_compile="on"']) == 2
-        assert not __import__("os").listdir(".")
+        assert not os.listdir(".")
         raise SystemExit(main(quick))
     """)
     run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
